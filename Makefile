@@ -1,0 +1,67 @@
+# swerl: `make setup` once (idempotent), then `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SWERL := $(VENV)/bin/swerl
+ARGS ?=
+export DS_ACCELERATOR ?= cpu
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: help setup venv docker-engine base-image example-images tiny-model test test-gpu lint bench docs demo clean
+
+help:  ## list targets
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------- setup
+setup: venv docker-engine base-image example-images tiny-model  ## everything: venv, Docker engine, images, tiny model
+
+venv: $(VENV)/.installed  ## Python venv with the package and its train + dev extras (CPU torch)
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@# torch==2.13.0 first and in the same resolve: an unpinned torch would pull GBs of CUDA wheels.
+	DS_BUILD_OPS=0 $(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e '.[train,dev]'
+	@touch $@
+
+docker-engine:  ## a reachable Docker engine (installs Debian's docker.io and starts dockerd when absent)
+	@bash scripts/docker-engine.sh
+
+base-image: docker-engine  ## the registry-free sandbox base image swerl-base (debootstrap + docker import)
+	@bash scripts/base-image.sh
+
+example-images: base-image venv  ## images of the bundled example tasks (cached)
+	@bash scripts/example-images.sh
+
+tiny-model: .cache/tiny-model/config.json  ## tiny random-weight Qwen2-style model + local tokenizer
+
+.cache/tiny-model/config.json: | venv
+	$(PY) -m swerl_cli.training.tiny .cache/tiny-model
+
+# ---------------------------------------------------------------- quality
+lint: venv  ## ruff
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+	$(VENV)/bin/ruff format --check src tests benchmarks scripts
+
+test: lint  ## ruff, then pytest (docker tests run for real; CI=true fails when no engine)
+	$(VENV)/bin/pytest -m "not gpu" -q $(ARGS)
+
+test-gpu: venv  ## the GPU tests (needs a CUDA GPU)
+	$(VENV)/bin/pytest -m gpu -q $(ARGS)
+
+bench: setup  ## benchmarks: ratios against baselines measured in the same run
+	$(PY) -m benchmarks $(ARGS)
+
+docs: venv  ## regenerate docs/cli.md from --help
+	$(PY) scripts/gen_cli_docs.py
+
+# ---------------------------------------------------------------- demo
+demo: setup  ## the pipeline on the bundled example tasks
+	bash scripts/demo.sh
+
+clean:  ## remove caches, runs and leftover sandboxes (keeps the venv and images)
+	-$(SWERL) sandbox prune 2>/dev/null
+	rm -rf .cache runs demo-out bench-out .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

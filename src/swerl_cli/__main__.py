@@ -1,0 +1,3 @@
+from swerl_cli.cli import main
+
+main()

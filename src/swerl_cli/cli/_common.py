@@ -1,0 +1,74 @@
+"""Shared CLI pieces: option types, the stderr console and the error boundary."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from swerl_cli.errors import EXIT_INTERRUPTED, SwerlError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Records own stdout; everything human goes to stderr. markup/highlight off so messages print verbatim.
+err_console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+
+INPUT = Annotated[str, typer.Argument(help="Input JSONL file (.jsonl or .jsonl.gz); '-' reads stdin.")]
+INPUTS = Annotated[
+    list[str] | None, typer.Argument(help="Input JSONL files (.jsonl or .jsonl.gz); none or '-' reads stdin.")
+]
+OUTPUT = Annotated[
+    str | None,
+    typer.Option("--output", "-o", help="Write records to this file atomically (temp file + rename) instead of stdout."),
+]
+CONFIG = Annotated[
+    str | None, typer.Option("--config", "-c", help="YAML config file; explicit flags override its values.")
+]
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("SWERL_DEBUG", "") not in ("", "0", "false")
+
+
+def boundary(name: str) -> Callable[[F], F]:
+    """Wrap a command so a SwerlError becomes one stderr line and its exit code, never a traceback.
+
+    Also: Ctrl-C exits 130 quietly, and a closed stdout pipe (`swerl ... | head -1`) exits 0 quietly.
+    """
+
+    def deco(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except SwerlError as err:
+                if debug_enabled():
+                    raise
+                err_console.print(f"swerl {name}: {err}")
+                raise typer.Exit(err.exit_code) from None
+            except KeyboardInterrupt:
+                if debug_enabled():
+                    raise
+                err_console.print(f"swerl {name}: interrupted")
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            except BrokenPipeError:
+                _silence_stdout()
+                raise typer.Exit(0) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return deco
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

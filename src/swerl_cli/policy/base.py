@@ -1,0 +1,57 @@
+"""The Policy protocol: chat messages in, one sampled completion out (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """Sampling parameters, sent explicitly so server-side generation-config defaults cannot leak in.
+
+    The paper's RL setting is the default: temperature 1.0 and every truncation off.
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 4096
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    @property
+    def is_biased(self) -> bool:
+        """True when decoding truncates or reshapes the distribution (invalidates the PPO/DAPO ratio)."""
+        return (
+            self.top_p < 1.0
+            or self.top_k not in (-1, 0)
+            or self.min_p > 0.0
+            or self.repetition_penalty != 1.0
+            or self.temperature != 1.0
+        )
+
+
+@dataclass(slots=True)
+class Completion:
+    """One sampled assistant turn; token ids and logprobs are exactly what the sampler produced, when known."""
+
+    text: str
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    finish_reason: str = "stop"
+    prompt_token_ids: list[int] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that completes a chat: an OpenAI-compatible server, vLLM offline, transformers, gold, replay."""
+
+    name: str
+
+    def complete(self, messages: list[dict[str, Any]], sampling: Sampling) -> Completion: ...

@@ -1,0 +1,239 @@
+"""Record contracts: schema tags, located field access, and the Task record.
+
+Records stay plain dicts on the hot path (filter, eval) so unknown fields pass through untouched and nothing
+is copied; the helpers here validate exactly the fields a stage needs and name the file, line and field when
+one is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from swerl_cli.errors import InputError
+
+TASK = "swerl.task"
+TRAJECTORY = "swerl.trajectory"
+GRADED = "swerl.graded"
+SUMMARY = "swerl.summary"
+EVAL = "swerl.eval"
+
+# Versions each reader understands; a record with an unknown version is rejected with a clear error.
+KNOWN_VERSIONS: dict[str, frozenset[int]] = {
+    TASK: frozenset({1}),
+    TRAJECTORY: frozenset({1}),
+    GRADED: frozenset({1}),
+    SUMMARY: frozenset({1}),
+    EVAL: frozenset({1}),
+}
+CURRENT_VERSION = {name: max(v) for name, v in KNOWN_VERSIONS.items()}
+
+EXIT_STATUSES = ("submitted", "max_turns", "context_limit", "timeout", "format_errors", "error")
+GRADE_STATUSES = ("resolved", "unresolved", "patch_failed", "timeout", "error")
+
+_MISSING = object()
+
+
+def schema_tag(name: str) -> str:
+    """`schema_tag("swerl.task") == "swerl.task/1"`: the tag a writer puts on a new record."""
+    return f"{name}/{CURRENT_VERSION[name]}"
+
+
+@dataclass(slots=True)
+class Located:
+    """A JSON value plus where it came from, so any later error can name its origin."""
+
+    source: str
+    line: int
+    obj: Any
+
+    def error(self, field: str | None, message: str) -> InputError:
+        return InputError(self.source, self.line, field, message)
+
+
+def type_name(value: Any) -> str:
+    """Name a JSON value's type the way users read JSON: `type_name(None) == "null"`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    import orjson
+
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_EXPECT_NAMES = {bool: "bool", int: "int", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def get_path(obj: Any, path: str, default: Any = _MISSING) -> Any:
+    """Follow a dotted path through nested objects: `get_path({"a": {"b": 1}}, "a.b") == 1`."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            if default is _MISSING:
+                raise KeyError(path)
+            return default
+    return cur
+
+
+def require(loc: Located, path: str, expected: type | tuple[type, ...], *, optional: bool = False) -> Any:
+    """Return the value at `path` checked against `expected`, or raise a one-line located InputError.
+
+    `int` never accepts a bool, and `float` accepts ints (JSON has one number type).
+    """
+    value = get_path(loc.obj, path, _MISSING)
+    if value is _MISSING or (optional and value is None):
+        if optional:
+            return None
+        raise loc.error(path, "missing")
+    types = expected if isinstance(expected, tuple) else (expected,)
+    if _matches(value, types):
+        return value
+    want = " or ".join(_EXPECT_NAMES.get(t, t.__name__) for t in types)
+    raise loc.error(path, f"expected {want}, got {_short(value)}")
+
+
+def _matches(value: Any, types: tuple[type, ...]) -> bool:
+    for t in types:
+        if t is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if t is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if t not in (int, float) and isinstance(value, t):
+            return True
+    return False
+
+
+def check_schema(loc: Located, *allowed: str) -> str | None:
+    """Check the record's `schema` tag: unknown kinds or versions are errors; an absent tag is allowed.
+
+    Returns the kind name (e.g. "swerl.trajectory") or None when the record carries no tag.
+    """
+    if not isinstance(loc.obj, dict):
+        raise loc.error(None, "expected a JSON object")
+    tag = loc.obj.get("schema")
+    if tag is None:
+        return None
+    if not isinstance(tag, str) or "/" not in tag:
+        raise loc.error("schema", f"expected 'name/version', got {_short(tag)}")
+    name, _, version = tag.rpartition("/")
+    if name not in KNOWN_VERSIONS or not version.isdigit():
+        raise loc.error("schema", f"unknown schema {tag!r}")
+    if int(version) not in KNOWN_VERSIONS[name]:
+        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS[name]))
+        raise loc.error("schema", f"unsupported version {version} of {name} (this swerl reads {known}); upgrade swerl")
+    if allowed and name not in allowed:
+        raise loc.error("schema", f"expected a {' or '.join(allowed)} record, got {tag!r}")
+    return name
+
+
+def _str_list(loc: Located, key: str) -> list[str]:
+    """FAIL_TO_PASS / PASS_TO_PASS: a list of strings, or a JSON-encoded list in a string (SWE-bench on HF)."""
+    value = loc.obj.get(key, [])
+    if isinstance(value, str):
+        import orjson
+
+        try:
+            value = orjson.loads(value) if value.strip() else []
+        except orjson.JSONDecodeError:
+            raise loc.error(key, "a string that is not a JSON list") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise loc.error(key, f"expected array of strings, got {_short(value)}")
+    return value
+
+
+@dataclass(slots=True)
+class Task:
+    """A SWE-bench instance plus how to run it (DESIGN.md §2). Unknown fields ride along in `extra`."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    image: str
+    workdir: str
+    test_cmd: str
+    test_patch: str = ""
+    patch: str | None = None
+    FAIL_TO_PASS: list[str] = field(default_factory=list)
+    PASS_TO_PASS: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "image", "workdir", "test_cmd")
+
+    @classmethod
+    def from_json(cls, loc: Located, prefix: str = "") -> Task:
+        """Validate a task object (or the embedded `task` of a trajectory when `prefix="task"`)."""
+        inner = Located(loc.source, loc.line, require(loc, prefix, dict) if prefix else loc.obj)
+        if not isinstance(inner.obj, dict):
+            raise loc.error(None, "expected a JSON object")
+
+        def err_path(k: str) -> str:
+            return f"{prefix}.{k}" if prefix else k
+
+        values: dict[str, Any] = {}
+        for key in cls._REQUIRED:
+            v = inner.obj.get(key)
+            if not isinstance(v, str):
+                raise loc.error(err_path(key), "missing" if key not in inner.obj else f"expected string, got {_short(v)}")
+            values[key] = v
+        for key in ("test_patch", "patch"):
+            v = inner.obj.get(key)
+            if v is not None and not isinstance(v, str):
+                raise loc.error(err_path(key), f"expected string, got {_short(v)}")
+            values[key] = v
+        values["test_patch"] = values["test_patch"] or ""
+        try:
+            values["FAIL_TO_PASS"] = _str_list(inner, "FAIL_TO_PASS")
+            values["PASS_TO_PASS"] = _str_list(inner, "PASS_TO_PASS")
+            setup = inner.obj.get("setup", [])
+            if isinstance(setup, str):
+                setup = [setup]
+            if not isinstance(setup, list) or not all(isinstance(s, str) for s in setup):
+                raise inner.error("setup", f"expected array of strings, got {_short(setup)}")
+        except InputError as e:
+            raise loc.error(err_path(e.field or ""), e.message) from None
+        values["setup"] = setup
+        known = set(cls._REQUIRED) | {"test_patch", "patch", "FAIL_TO_PASS", "PASS_TO_PASS", "setup", "schema"}
+        values["extra"] = {k: v for k, v in inner.obj.items() if k not in known}
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "instance_id": self.instance_id,
+            "repo": self.repo,
+            "base_commit": self.base_commit,
+            "problem_statement": self.problem_statement,
+            "image": self.image,
+            "workdir": self.workdir,
+            "test_cmd": self.test_cmd,
+            "test_patch": self.test_patch,
+            "patch": self.patch,
+            "FAIL_TO_PASS": list(self.FAIL_TO_PASS),
+            "PASS_TO_PASS": list(self.PASS_TO_PASS),
+            "setup": list(self.setup),
+        }
+        out.update(self.extra)
+        out["schema"] = schema_tag(TASK)
+        return out

@@ -1,0 +1,43 @@
+"""The Sandbox protocol: a stateful place to run an episode's commands (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """Outcome of one command: exact exit code and (possibly capped) combined output."""
+
+    exit_code: int
+    output: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """Resource limits for one sandbox."""
+
+    memory_mb: int = 4096
+    cpus: float = 1.0
+    pids: int = 512
+    network: bool = False
+    user: str | None = None
+    output_cap_bytes: int = 100_000
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A session started from a task; commands share one shell (cwd and env persist between them)."""
+
+    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult: ...
+
+    def write_file(self, path: str, data: str | bytes) -> None: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def diff(self) -> str: ...
+
+    def close(self) -> None: ...

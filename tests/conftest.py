@@ -1,0 +1,70 @@
+"""Shared test plumbing: environment, the docker marker's skip/fail rule, and the tiny-model fixture."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+# Every test process (and the subprocesses it spawns) runs offline, CPU-only and single-threaded per rank.
+for key, value in {
+    "DS_ACCELERATOR": "cpu",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "OMP_NUM_THREADS": "1",
+}.items():
+    os.environ.setdefault(key, value)
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _docker_reachable() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+_DOCKER_OK: bool | None = None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _DOCKER_OK
+    if item.get_closest_marker("docker") is not None:
+        if _DOCKER_OK is None:
+            _DOCKER_OK = _docker_reachable()
+        if not _DOCKER_OK:
+            if IN_CI:
+                pytest.fail("CI=true but no Docker engine is reachable; run `make setup`")
+            pytest.skip("no Docker engine reachable (run `make setup`)")
+    if item.get_closest_marker("gpu") is not None:
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip("no CUDA GPU")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight Qwen2-style model + locally trained tokenizer, saved with save_pretrained."""
+    pytest.importorskip("transformers")
+    from swerl_cli.training.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
+
+
+def run_swerl(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 600,
+              cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run the real `swerl` entry point in a subprocess (the way users run it)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "swerl_cli", *args], input=input, capture_output=True,
+                          env=full_env, timeout=timeout, cwd=cwd)
