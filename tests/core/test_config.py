@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from swerl_cli.config import config_to_dict, resolve_config
+from swerl_cli.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class _Cfg:
+    lr: float = 1e-6
+    group_size: int = 10
+    name: str = "x"
+    tags: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.group_size < 2:
+            raise ConfigError(f"field 'group_size': must be >= 2 to compute group advantages; got {self.group_size}")
+
+
+def test_resolve_config_flags_override_yaml(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("lr: 3\ngroup-size: 4\ntags: [a, b]\n")
+    cfg = resolve_config(_Cfg, p, group_size=8, name=None)
+    assert cfg == _Cfg(lr=3.0, group_size=8, name="x", tags=("a", "b"))
+    assert isinstance(cfg.lr, float)
+    assert config_to_dict(cfg)["tags"] == ["a", "b"]
+
+
+def test_resolve_config_rejects_unknown_key(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("group_sise: 4\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: unknown field 'group_sise'.*group_size"):
+        resolve_config(_Cfg, p)
+
+
+def test_resolve_config_rejects_wrong_type(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("group_size: '4'\n")
+    with pytest.raises(ConfigError, match=r"field 'group_size': expected int"):
+        resolve_config(_Cfg, p)
+
+
+def test_resolve_config_runs_validation_with_remedy():
+    with pytest.raises(ConfigError, match="must be >= 2"):
+        resolve_config(_Cfg, None, group_size=1)
+
+
+def test_load_yaml_reports_line_of_syntax_error(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("a: 1\nb: [\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml:\d+: not valid YAML"):
+        resolve_config(_Cfg, p)
