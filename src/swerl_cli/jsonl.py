@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -45,13 +46,51 @@ def iter_lines(src: str) -> Iterator[tuple[str, int, bytes, bool]]:
                 n += 1
                 has_nl = raw.endswith(b"\n")
                 line = raw.rstrip(b"\r\n") if has_nl else raw
-                if line.strip():
+                if line and not line.isspace():
                     yield name, n, line, has_nl
         except (OSError, EOFError) as e:  # a corrupt or truncated .gz
             raise InputError(name, n + 1, None, f"cannot read: {e}") from None
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
+
+
+def iter_raw_fh(fh: Iterable[bytes], name: str) -> Iterator[tuple[str, int, bytes]]:
+    """Yield (source name, line number, raw line with its newline if any) for non-blank lines of a binary file."""
+    n = 0
+    try:
+        for n, raw in enumerate(fh, 1):  # noqa: B007 - n is used after the loop for the error line
+            if not raw.isspace():
+                yield name, n, raw
+    except (OSError, EOFError) as e:  # a corrupt or truncated .gz, or an unreadable device
+        raise InputError(name, n + 1, None, f"cannot read: {e}") from None
+
+
+def iter_raw(src: str) -> Iterator[tuple[str, int, bytes]]:
+    """Raw lines of a path (`.gz` decompressed) or `-`: the fast path for commands that pass lines through."""
+    fh, name = _open_binary(src)
+    try:
+        yield from iter_raw_fh(fh, name)
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+
+
+def is_live_input(src: str) -> bool:
+    """True when `src` is stdin and stdin is a pipe or terminal (not a regular file): output should be flushed per
+    record so the next stage sees it before this one's input ends."""
+    if src != STDIN:
+        return False
+    try:
+        return not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
+    except (OSError, ValueError):
+        return True
+
+
+def parse_raw(name: str, n: int, raw: bytes) -> Located:
+    """Parse a raw line as returned by `iter_raw` (newline included or not)."""
+    has_nl = raw.endswith(b"\n")
+    return parse_line(name, n, raw.rstrip(b"\r\n") if has_nl else raw, has_nl)
 
 
 def parse_line(name: str, n: int, line: bytes, has_nl: bool = True) -> Located:
