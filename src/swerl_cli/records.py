@@ -32,6 +32,7 @@ EXIT_STATUSES = ("submitted", "max_turns", "context_limit", "timeout", "format_e
 GRADE_STATUSES = ("resolved", "unresolved", "patch_failed", "timeout", "error")
 
 _MISSING = object()
+_NO_DEFAULT = object()
 
 
 def schema_tag(name: str) -> str:
@@ -83,14 +84,14 @@ def _short(value: Any, limit: int = 40) -> str:
 _EXPECT_NAMES = {bool: "bool", int: "int", float: "number", str: "string", list: "array", dict: "object"}
 
 
-def get_path(obj: Any, path: str, default: Any = _MISSING) -> Any:
+def get_path(obj: Any, path: str, default: Any = _NO_DEFAULT) -> Any:
     """Follow a dotted path through nested objects: `get_path({"a": {"b": 1}}, "a.b") == 1`."""
     cur = obj
     for part in path.split("."):
         if isinstance(cur, dict) and part in cur:
             cur = cur[part]
         else:
-            if default is _MISSING:
+            if default is _NO_DEFAULT:
                 raise KeyError(path)
             return default
     return cur
@@ -196,7 +197,8 @@ class Task:
         for key in cls._REQUIRED:
             v = inner.obj.get(key)
             if not isinstance(v, str):
-                raise loc.error(err_path(key), "missing" if key not in inner.obj else f"expected string, got {_short(v)}")
+                what = "missing" if key not in inner.obj else f"expected string, got {_short(v)}"
+                raise loc.error(err_path(key), what)
             values[key] = v
         for key in ("test_patch", "patch"):
             v = inner.obj.get(key)

@@ -1,17 +1,98 @@
-"""`swerl eval`: Report pass@1 and pass@k over graded records."""
+"""`swerl eval`: pass@1 +- SEM, pass@k and breakdowns over graded records, one column per input file."""
 
 from __future__ import annotations
 
-import typer
+import sys
+from typing import Annotated
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from swerl_cli.cli._common import INPUTS, boundary, err_console
+from swerl_cli.evaluation import Report, evaluate_file, plot_reports
+from swerl_cli.jsonl import RecordWriter
+
+HELP = """Report pass@1 and pass@k over graded records (grade.status, grade.resolved), one column per input file.
+
+pass@1 is the mean resolved over samples +- SEM (sample std / sqrt(n) of the 0/1 outcomes). pass@k uses the
+unbiased estimator 1 - C(n-c,k)/C(n,k) per task (instance_id), averaged over tasks with n >= k; tasks with
+n < k are excluded from that k and counted. Infra errors (grade.status == error) are reported and excluded
+unless --errors-as-failures. Tables go to stderr (stdout when it is a terminal and --json is absent)."""
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval", help="Report pass@1 and pass@k over graded records.")(_eval)
+    app.command("eval", help=HELP)(_eval)
 
 
 @boundary("eval")
-def _eval() -> None:
-    raise NotImplementedYetError("not implemented yet")
+def _eval(
+    files: INPUTS = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Write one swerl.eval/1 record per input to stdout.")] = False,
+    plot: Annotated[
+        str | None,
+        typer.Option(metavar="FILE.png", help="Plot pass@k curves (one input) or metrics across inputs (several)."),
+    ] = None,
+    errors_as_failures: Annotated[
+        bool, typer.Option("--errors-as-failures", help="Count infra errors as unresolved samples.")
+    ] = False,
+) -> None:
+    reports = [evaluate_file(f, errors_as_failures=errors_as_failures) for f in (files or ["-"])]
+    if as_json:
+        with RecordWriter(None) as out:
+            for rep in reports:
+                out.write(rep.to_json())
+    console = Console(highlight=False, markup=False) if sys.stdout.isatty() and not as_json else err_console
+    _print_tables(console, reports)
+    if plot:
+        plot_reports(reports, plot)
+        err_console.print(f"eval: wrote {plot}")
+
+
+def _fmt(x: float | int | None, digits: int = 3) -> str:
+    if x is None or x != x:
+        return "-"
+    return f"{x:.{digits}f}" if isinstance(x, float) and not float(x).is_integer() else f"{x:g}"
+
+
+def _print_tables(console: Console, reports: list[Report]) -> None:
+    main = Table(title="swerl eval")
+    main.add_column("metric")
+    for rep in reports:
+        main.add_column(rep.source, justify="right")
+    main.add_row("samples (errors)", *[f"{r.samples} ({r.errors})" for r in reports])
+    main.add_row("tasks", *[str(r.tasks) for r in reports])
+    main.add_row("pass@1 ± SEM", *[f"{_fmt(r.pass1)} ± {_fmt(r.pass1_sem)}" for r in reports])
+    for k in range(2, max((max(r.pass_at_k, default=0) for r in reports), default=0) + 1):
+        cells = []
+        for r in reports:
+            excl = r.pass_at_k_excluded.get(k, r.tasks)
+            cells.append("-" if k not in r.pass_at_k else _fmt(r.pass_at_k[k]) + (f" ({excl} excl.)" if excl else ""))
+        main.add_row(f"pass@{k}", *cells)
+    for name in ("turns", "tokens"):
+        for stat in ("mean", "p50", "p90", "max"):
+            main.add_row(f"{name} {stat}", *[_fmt(getattr(r, name).get(stat), 1) for r in reports])
+    console.print(main)
+    for title, attr in (("by repo", "by_repo"), ("by exit_status", "by_exit_status")):
+        keys = sorted({k for r in reports for k in getattr(r, attr)})
+        if not keys:
+            continue
+        table = Table(title=f"resolved {title}")
+        table.add_column(title.removeprefix("by "))
+        for rep in reports:
+            table.add_column(rep.source, justify="right")
+        for key in keys:
+            cells = []
+            for r in reports:
+                row = getattr(r, attr).get(key)
+                cells.append("-" if row is None else f"{row['resolved']}/{row['n']} ({_fmt(row['rate'])})")
+            table.add_row(key, *cells)
+        console.print(table)
+    statuses = sorted({k for r in reports for k in r.by_status})
+    table = Table(title="grade.status counts")
+    table.add_column("status")
+    for rep in reports:
+        table.add_column(rep.source, justify="right")
+    for key in statuses:
+        table.add_row(key, *[str(r.by_status.get(key, 0)) for r in reports])
+    console.print(table)
