@@ -1,0 +1,80 @@
+"""Sandboxes: the protocol (base.py), the docker backend, the local backend, and `open_sandbox`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from swerl_cli.errors import ConfigError, SandboxError
+from swerl_cli.records import Task
+from swerl_cli.sandbox.base import ExecResult, Sandbox, SandboxLimits
+
+BACKENDS = ("docker", "local")
+
+__all__ = ["BACKENDS", "ExecResult", "Sandbox", "SandboxLimits", "open_sandbox", "start_sandbox"]
+
+
+def start_sandbox(
+    task: Task,
+    *,
+    backend: str = "docker",
+    limits: SandboxLimits | None = None,
+    run_id: str | None = None,
+    hygiene: bool = True,
+    env: dict[str, str] | None = None,
+    repo_dir: str | None = None,
+) -> Any:
+    """Start a sandbox for `task` (caller must `close()` it); with `hygiene` the repo holds nothing past base_commit."""
+    if backend == "docker":
+        from swerl_cli.sandbox.docker import DockerSandbox
+
+        sb: Any = DockerSandbox(task, limits, run_id, env)
+    elif backend == "local":
+        from swerl_cli.sandbox.local import LocalSandbox
+
+        sb = LocalSandbox(task, limits, run_id, env, repo_dir=repo_dir)
+    else:
+        raise ConfigError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if hygiene:
+        try:
+            enforce_hygiene(sb, task)
+        except BaseException:
+            sb.close()
+            raise
+    return sb
+
+
+def enforce_hygiene(sb: Any, task: Task) -> None:
+    """Run the git-hygiene step in the sandbox's workdir; a failure is a SandboxError naming the task."""
+    from swerl_cli.sandbox.gitops import hygiene_command
+
+    workdir = getattr(sb, "workdir", task.workdir)
+    res = sb.run(f"cd {_q(workdir)} && {hygiene_command(task.base_commit)}", 600)
+    if res.exit_code != 0:
+        raise SandboxError(f"{task.instance_id}: repository hygiene failed: {res.output.strip()[-300:]}")
+
+
+@contextlib.contextmanager
+def open_sandbox(
+    task: Task,
+    *,
+    backend: str = "docker",
+    limits: SandboxLimits | None = None,
+    run_id: str | None = None,
+    hygiene: bool = True,
+    env: dict[str, str] | None = None,
+    repo_dir: str | None = None,
+) -> Iterator[Any]:
+    """Context manager yielding a started sandbox in task.workdir; it is removed on every exit path."""
+    sb = start_sandbox(task, backend=backend, limits=limits, run_id=run_id, hygiene=hygiene, env=env, repo_dir=repo_dir)
+    try:
+        yield sb
+    finally:
+        sb.close()
+
+
+def _q(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)

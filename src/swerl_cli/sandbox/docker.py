@@ -1,0 +1,248 @@
+"""DockerSandbox: one container per episode from `task.image`, driven through one persistent framed bash."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import select
+import shlex
+import socket
+import threading
+from typing import Any
+
+from swerl_cli.errors import SandboxError
+from swerl_cli.records import Task
+from swerl_cli.sandbox import lifecycle
+from swerl_cli.sandbox.base import ExecResult, SandboxLimits
+from swerl_cli.sandbox.gitops import diff_command, touched_files
+from swerl_cli.sandbox.shell import Shell
+
+_client_lock = threading.Lock()
+_client: Any = None
+
+
+def docker_client() -> Any:
+    """A shared docker SDK client (DOCKER_HOST honoured); one-line SandboxError when no engine answers."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            import docker
+
+            try:
+                _client = docker.from_env(timeout=120, max_pool_size=128)
+                _client.ping()
+            except Exception as e:  # noqa: BLE001 - any failure here means "no usable engine"
+                _client = None
+                raise SandboxError(f"no Docker engine reachable ({e}); start one or use --sandbox local") from None
+        return _client
+
+
+class _ExecTransport:
+    """The raw, multiplexed socket of a non-tty `docker exec -i bash`, demultiplexed into plain bytes."""
+
+    def __init__(self, client: Any, container_id: str, user: str | None, workdir: str):
+        self.client, self.cid, self.user, self.workdir = client, container_id, user, workdir
+        self._frames = bytearray()
+        self._open()
+
+    def _open(self) -> None:
+        api = self.client.api
+        self.exec_id = api.exec_create(
+            self.cid,
+            ["bash", "--noprofile", "--norc"],
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            user=self.user or "",
+            workdir=self.workdir,
+        )["Id"]
+        self.sock = api.exec_start(self.exec_id, socket=True)
+        self.raw: socket.socket = self.sock._sock
+        self._frames.clear()
+
+    def send(self, data: bytes) -> None:
+        try:
+            self.raw.sendall(data)
+        except OSError as e:
+            raise SandboxError(f"sandbox shell is gone: {e}") from None
+
+    def recv(self, timeout_s: float) -> bytes | None:
+        out = bytearray()
+        while True:
+            while len(self._frames) >= 8:  # 8-byte header: stream, 0, 0, 0, big-endian payload size
+                size = int.from_bytes(self._frames[4:8], "big")
+                if len(self._frames) < 8 + size:
+                    break
+                out += self._frames[8 : 8 + size]
+                del self._frames[: 8 + size]
+            if out:
+                return bytes(out)
+            ready, _, _ = select.select([self.raw], [], [], timeout_s)
+            if not ready:
+                return None
+            try:
+                chunk = self.raw.recv(1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return b""
+            self._frames += chunk
+            timeout_s = 0.0
+
+    def kill_children(self, shell_pid: int, sig: str) -> None:
+        # Each direct child of the shell leads its own process group (set -m): signal the groups.
+        script = f"kill -USR1 {shell_pid}; for p in $(pgrep -P {shell_pid}); do kill -{sig} -- -$p $p 2>/dev/null; done; true"
+        try:
+            self.client.api.exec_start(self.client.api.exec_create(self.cid, ["bash", "-c", script], user="root")["Id"])
+        except Exception as e:  # noqa: BLE001
+            raise SandboxError(f"could not interrupt the command: {e}") from None
+
+    def restart_shell(self) -> int | None:
+        self.close()
+        try:
+            code = self.client.api.exec_inspect(self.exec_id).get("ExitCode")
+        except Exception:  # noqa: BLE001
+            code = None
+        try:
+            self._open()
+        except Exception as e:  # noqa: BLE001 - the container itself is gone
+            raise SandboxError(f"sandbox container is gone: {e}") from None
+        return code
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.raw.close()
+        with contextlib.suppress(Exception):
+            self.sock.close()
+
+
+def _name(run_id: str, instance_id: str) -> str:
+    slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"{run_id}.{instance_id}")[:80].strip("-.") or "x"
+    return f"swerl-{slug}-{secrets.token_hex(3)}"
+
+
+class DockerSandbox:
+    """A started container with a persistent shell in `task.workdir`; `close()` removes the container."""
+
+    def __init__(
+        self,
+        task: Task,
+        limits: SandboxLimits | None = None,
+        run_id: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
+        self.task = task
+        self.workdir = task.workdir
+        self.limits = limits or SandboxLimits()
+        self.run_id = run_id or "adhoc"
+        self.container: Any = None
+        self._shell: Shell | None = None
+        self._closed = False
+        client = docker_client()
+        lim = self.limits
+        kwargs: dict[str, Any] = dict(
+            command=["sleep", "infinity"],
+            detach=True,
+            init=True,
+            labels=lifecycle.run_labels(self.run_id, task.instance_id),
+            name=_name(self.run_id, task.instance_id),
+            working_dir=task.workdir,
+            mem_limit=f"{lim.memory_mb}m",
+            memswap_limit=f"{lim.memory_mb}m",
+            nano_cpus=int(lim.cpus * 1e9),
+            pids_limit=lim.pids,
+            environment=env or {},
+            network_mode="bridge" if lim.network else "none",
+        )
+        if lim.user:
+            kwargs["user"] = lim.user
+        lifecycle.register(id(self), self._remove)
+        try:
+            self.container = client.containers.run(task.image, **kwargs)
+            self._shell = Shell(_ExecTransport(client, self.container.id, lim.user, task.workdir), lim.output_cap_bytes)
+        except SandboxError:
+            self.close()
+            raise
+        except Exception as e:  # noqa: BLE001 - docker.errors.* and socket errors become one line
+            self.close()
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise SandboxError(f"could not start sandbox from image {task.image!r}: {msg}") from None
+
+    # -- protocol -------------------------------------------------------------------------------------------
+    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        """Run a shell command; cwd and env persist; output capped per SandboxLimits.output_cap_bytes."""
+        return self._sh().run(cmd, timeout_s)
+
+    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        """Like `run` but returns the whole output (for reading files and logs)."""
+        return self._sh().run(cmd, timeout_s, cap=False)
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        """Write a file (parents created), relative paths from the current directory."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        res = self._sh().put(path, raw)
+        if res.exit_code != 0:
+            raise SandboxError(f"could not write {path}: {res.output.strip()[:200]}")
+
+    def read_file(self, path: str) -> bytes:
+        """Read a file's bytes (base64 on the wire, so any content survives)."""
+        import base64
+
+        res = self._sh().run(f"base64 -w0 -- {shlex.quote(path)}", 120, cap=False)
+        if res.exit_code != 0:
+            raise SandboxError(f"could not read {path}: {res.output.strip()[:200]}")
+        return base64.b64decode(res.output)
+
+    def diff(self) -> str:
+        """`git diff` of the working tree (untracked files included) vs base_commit, test files excluded."""
+        res = self._sh().run(diff_command(self.task.base_commit, touched_files(self.task)), 120, cap=False)
+        if res.exit_code != 0:
+            raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
+        return res.output
+
+    def close(self) -> None:
+        """Remove the container (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._remove()
+        lifecycle.unregister(id(self))
+
+    # -- helpers --------------------------------------------------------------------------------------------
+    def _sh(self) -> Shell:
+        if self._shell is None or self._closed:
+            raise SandboxError("sandbox is closed")
+        return self._shell
+
+    def _remove(self) -> None:
+        if self._shell is not None:
+            self._shell.t.close()
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def prune(run_id: str | None = None, *, only_this_process: bool = False) -> list[str]:
+    """Remove swerl containers by label (all, one run's, or this process's); returns the removed names."""
+    import os
+
+    client = docker_client()
+    labels = [f"{lifecycle.LABEL_MANAGED}=1"]
+    if run_id is not None:
+        labels.append(f"{lifecycle.LABEL_RUN}={run_id}")
+    if only_this_process:
+        labels.append(f"{lifecycle.LABEL_PID}={os.getpid()}")
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": labels}):
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
+            removed.append(c.name)
+    return removed

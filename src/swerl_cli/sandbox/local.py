@@ -1,0 +1,209 @@
+"""LocalSandbox: a temporary clone of the task's repository and a persistent bash subprocess. NO isolation.
+
+How it gets the repository: `repo_dir` (flag `--repo-dir`) is either a git repository of the task's repo or a
+directory holding one per repo named `owner__name`. Only the history up to `base_commit` is fetched into a fresh
+repository, so no later commit, tag or branch is present. The model's commands run as this user on this machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from swerl_cli.errors import ConfigError, SandboxError
+from swerl_cli.records import Task
+from swerl_cli.sandbox import lifecycle
+from swerl_cli.sandbox.base import ExecResult, SandboxLimits
+from swerl_cli.sandbox.gitops import diff_command, touched_files
+from swerl_cli.sandbox.shell import Shell
+
+WARNING = "swerl: WARNING: the 'local' sandbox backend does NOT isolate: model commands run on this machine as you."
+_warned = False
+
+
+class _PipeTransport:
+    """A bash subprocess (own session) reached through its stdin/stdout pipes."""
+
+    def __init__(self, cwd: str, env: dict[str, str]):
+        self.cwd, self.env = cwd, env
+        self._open()
+
+    def _open(self) -> None:
+        self.proc = subprocess.Popen(
+            ["bash", "--noprofile", "--norc"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=self.cwd,
+            env=self.env,
+            start_new_session=True,
+        )
+
+    def send(self, data: bytes) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as e:
+            raise SandboxError(f"local shell is gone: {e}") from None
+
+    def recv(self, timeout_s: float) -> bytes | None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], timeout_s)
+        if not ready:
+            return None
+        return os.read(fd, 1 << 16)
+
+    def kill_children(self, shell_pid: int, sig: str) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(shell_pid, signal.SIGUSR1)
+        for pid in _children(shell_pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, getattr(signal, f"SIG{sig}"))
+
+    def restart_shell(self) -> int | None:
+        self.close()
+        code = self.proc.returncode
+        self._open()
+        return code
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+        for fh in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                fh.close()  # type: ignore[union-attr]
+
+
+def _children(ppid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == ppid:
+                out.append(int(entry.name))
+    return out
+
+
+def find_repo(task: Task, repo_dir: str | None) -> Path:
+    """The local git repository for `task`: repo_dir itself or repo_dir/owner__name."""
+    if not repo_dir:
+        raise ConfigError(
+            "the local sandbox needs --repo-dir (a clone of the task's repo, or a dir of owner__name clones)"
+        )
+    root = Path(repo_dir)
+    for cand in (root / task.repo.replace("/", "__"), root):
+        if (cand / ".git").exists() or (cand / "HEAD").exists():
+            return cand
+    raise ConfigError(f"{repo_dir}: no git repository for {task.repo} (looked for {task.repo.replace('/', '__')}/)")
+
+
+class LocalSandbox:
+    """The Sandbox protocol on this machine (development only); close() deletes the temporary clone."""
+
+    def __init__(
+        self,
+        task: Task,
+        limits: SandboxLimits | None = None,
+        run_id: str | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        repo_dir: str | None = None,
+    ):
+        global _warned
+        if not _warned:
+            print(WARNING, file=sys.stderr, flush=True)  # noqa: T201 - the loud warning is the point
+            _warned = True
+        self.task = task
+        self.limits = limits or SandboxLimits()
+        src = find_repo(task, repo_dir)
+        self.root = Path(tempfile.mkdtemp(prefix="swerl-local-"))
+        self.workdir = str(self.root / "repo")
+        self._closed = False
+        lifecycle.register(id(self), self._remove)
+        try:
+            _clone_at(src, Path(self.workdir), task.base_commit)
+            self._shell = Shell(
+                _PipeTransport(self.workdir, {**os.environ, **(env or {})}), self.limits.output_cap_bytes
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        """Run a shell command in the persistent local shell."""
+        return self._shell.run(cmd, timeout_s)
+
+    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        """Like `run` without the output cap."""
+        return self._shell.run(cmd, timeout_s, cap=False)
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        """Write a file relative to the shell's cwd (or absolute)."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        res = self._shell.put(path, raw)
+        if res.exit_code != 0:
+            raise SandboxError(f"could not write {path}: {res.output.strip()[:200]}")
+
+    def read_file(self, path: str) -> bytes:
+        """Read a file relative to the shell's cwd (or absolute)."""
+        p = Path(path) if os.path.isabs(path) else Path(self._shell.cwd or self.workdir) / path
+        try:
+            return p.read_bytes()
+        except OSError as e:
+            raise SandboxError(f"could not read {path}: {e}") from None
+
+    def diff(self) -> str:
+        """`git diff` vs base_commit, untracked files included, test files excluded."""
+        res = self._shell.run(diff_command(self.task.base_commit, touched_files(self.task)), 120, cap=False)
+        if res.exit_code != 0:
+            raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
+        return res.output
+
+    def close(self) -> None:
+        """Stop the shell and delete the temporary clone."""
+        if self._closed:
+            return
+        self._closed = True
+        self._remove()
+        lifecycle.unregister(id(self))
+
+    def _remove(self) -> None:
+        shell = getattr(self, "_shell", None)
+        if shell is not None:
+            shell.t.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _clone_at(src: Path, dest: Path, commit: str) -> None:
+    """A fresh repository holding only `commit` and its history, checked out on branch main."""
+    cmds = [
+        ["git", "init", "-q", "-b", "main", str(dest)],
+        ["git", "-C", str(dest), "fetch", "-q", "--no-tags", str(src.resolve()), commit],
+        ["git", "-C", str(dest), "checkout", "-q", "-B", "main", "FETCH_HEAD"],
+    ]
+    for cmd in cmds:
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise SandboxError(f"local sandbox: {' '.join(cmd[:4])} failed: {res.stderr.strip()[:300]}")
+    shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)
+    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
