@@ -1,0 +1,3 @@
+from greet.core import greet
+
+__all__ = ["greet"]
