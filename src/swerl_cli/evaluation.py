@@ -200,6 +200,12 @@ def evaluate_file(src: str, *, errors_as_failures: bool = False) -> Report:
     return evaluate(read_records(src), "<stdin>" if src == "-" else src, errors_as_failures=errors_as_failures)
 
 
+def short_labels(sources: list[str]) -> list[str]:
+    """Column labels: file names when they are unique, else the paths as given."""
+    names = [s.rsplit("/", 1)[-1] for s in sources]
+    return names if len(set(names)) == len(names) else list(sources)
+
+
 def plot_reports(reports: list[Report], path: str) -> None:
     """Write a PNG: pass@k curves for one input; pass@1 (+- SEM) and pass@k across inputs for several."""
     import matplotlib
@@ -211,7 +217,7 @@ def plot_reports(reports: list[Report], path: str) -> None:
     if len(reports) == 1:
         rep = reports[0]
         ks = sorted(rep.pass_at_k)
-        ax.plot(ks, [rep.pass_at_k[k] for k in ks], marker="o", label=rep.source)
+        ax.plot(ks, [rep.pass_at_k[k] for k in ks], marker="o", label=short_labels([rep.source])[0])
         ax.set_xlabel("k")
         ax.set_ylabel("pass@k")
         ax.set_title("pass@k")
@@ -228,7 +234,7 @@ def plot_reports(reports: list[Report], path: str) -> None:
         top_k = min((max(r.pass_at_k) for r in reports if r.pass_at_k), default=1)
         if top_k > 1:
             ax.plot(xs, [r.pass_at_k.get(top_k, float("nan")) for r in reports], marker="s", label=f"pass@{top_k}")
-        ax.set_xticks(xs, [r.source for r in reports], rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(xs, short_labels([r.source for r in reports]), rotation=20, ha="right", fontsize=8)
         ax.set_ylabel("resolve rate")
         ax.set_title("metrics across inputs")
     ax.set_ylim(0, 1)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swerl_cli.cli._common import INPUTS, boundary, err_console
-from swerl_cli.evaluation import Report, evaluate_file, plot_reports
+from swerl_cli.evaluation import Report, evaluate_file, plot_reports, short_labels
 from swerl_cli.jsonl import RecordWriter
 
 HELP = """Report pass@1 and pass@k over graded records (grade.status, grade.resolved), one column per input file.
@@ -56,10 +56,11 @@ def _fmt(x: float | int | None, digits: int = 3) -> str:
 
 
 def _print_tables(console: Console, reports: list[Report]) -> None:
+    labels = short_labels([r.source for r in reports])
     main = Table(title="swerl eval")
     main.add_column("metric")
-    for rep in reports:
-        main.add_column(rep.source, justify="right")
+    for label in labels:
+        main.add_column(label, justify="right")
     main.add_row("samples (errors)", *[f"{r.samples} ({r.errors})" for r in reports])
     main.add_row("tasks", *[str(r.tasks) for r in reports])
     main.add_row("pass@1 ± SEM", *[f"{_fmt(r.pass1)} ± {_fmt(r.pass1_sem)}" for r in reports])
@@ -79,8 +80,8 @@ def _print_tables(console: Console, reports: list[Report]) -> None:
             continue
         table = Table(title=f"resolved {title}")
         table.add_column(title.removeprefix("by "))
-        for rep in reports:
-            table.add_column(rep.source, justify="right")
+        for label in labels:
+            table.add_column(label, justify="right")
         for key in keys:
             cells = []
             for r in reports:
@@ -91,8 +92,8 @@ def _print_tables(console: Console, reports: list[Report]) -> None:
     statuses = sorted({k for r in reports for k in r.by_status})
     table = Table(title="grade.status counts")
     table.add_column("status")
-    for rep in reports:
-        table.add_column(rep.source, justify="right")
+    for label in labels:
+        table.add_column(label, justify="right")
     for key in statuses:
         table.add_row(key, *[str(r.by_status.get(key, 0)) for r in reports])
     console.print(table)
