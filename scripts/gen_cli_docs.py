@@ -66,7 +66,7 @@ def render() -> str:
         "## Exit codes\n",
         EXIT_CODES + "\n",
     ]
-    for path, cmd in _walk(root, ["swerl"]):
+    for path, _cmd in _walk(root, ["swerl"]):
         parts.append(f"## `{' '.join(path)}`\n")
         parts.append("```text\n" + help_text(root, path) + "```\n")
     return "\n".join(parts)

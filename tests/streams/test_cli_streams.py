@@ -98,7 +98,8 @@ def test_filter_streams_before_input_closes() -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
         proc.stdin.write(jsonl([graded("a", 0, False), graded("a", 1, True)]))
         proc.stdin.flush()
         ready, _, _ = select.select([proc.stdout], [], [], 30)

@@ -70,7 +70,8 @@ def test_evaluate_excludes_errors_and_tasks_with_n_below_k(tmp_path: Path) -> No
     assert rep.by_repo["acme/y"] == {"n": 3, "resolved": 2, "rate": pytest.approx(2 / 3)}
     assert rep.by_exit_status["max_turns"] == {"n": 1, "resolved": 0, "rate": 0.0}
     assert rep.by_status == {"error": 1, "resolved": 3, "unresolved": 3}
-    assert rep.turns["max"] == 60 and rep.tokens["p50"] == 300
+    assert rep.turns["max"] == 60
+    assert rep.tokens["p50"] == 300
 
 
 def test_evaluate_errors_as_failures(tmp_path: Path) -> None:
@@ -93,7 +94,8 @@ def test_eval_cli_json_columns_and_plot(tmp_path: Path) -> None:
     assert rows[0]["pass@k_excluded"] == {"1": 0, "2": 1, "3": 2}
     assert rows[1]["pass@1"] == {"mean": 1.0, "sem": 0.0, "n": 3}
     err = res.stderr.decode()
-    assert "pass@1 ± SEM" in err and "it1.jsonl" in err  # tables on stderr, one column per file
+    assert "pass@1 ± SEM" in err
+    assert "it1.jsonl" in err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
