@@ -1,17 +1,127 @@
-"""`swerl collect`: Run the agent on task records and write one trajectory record per (task, sample)."""
+"""`swerl collect`: run the agent on task records and write one trajectory record per (task, sample)."""
 
 from __future__ import annotations
 
+import time
+from typing import Annotated, Any
+
 import typer
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+from swerl_cli.cli._common import CONFIG, INPUT, OUTPUT, boundary, err_console
+from swerl_cli.errors import ConfigError
+
+Opt = typer.Option
 
 
 def register(app: typer.Typer) -> None:
-    app.command("collect", help="Run the agent on task records and write one trajectory record per (task, sample).")(_collect)
+    app.command("collect", help="Run the agent on task records and write one trajectory record per (task, sample).")(
+        _collect
+    )
 
 
 @boundary("collect")
-def _collect() -> None:
-    raise NotImplementedYetError("not implemented yet: the agent scaffold and policies land with issue 4")
+def _collect(
+    input: INPUT = "-",
+    output: OUTPUT = None,
+    config: CONFIG = None,
+    policy: Annotated[str | None, Opt(help="Policy backend: openai, hf, vllm, gold, replay.")] = None,
+    model: Annotated[str | None, Opt(help="Model name (openai) or checkpoint directory (hf, vllm).")] = None,
+    base_url: Annotated[list[str] | None, Opt(help="OpenAI-compatible base URL (…/v1); repeat to spread load.")] = None,
+    replay: Annotated[str | None, Opt(help="Trajectory file whose actions the replay policy re-plays.")] = None,
+    policy_version: Annotated[str | None, Opt(help="Checkpoint identity recorded in policy.version.")] = None,
+    samples: Annotated[int | None, Opt(help="Samples per task (the group size G).")] = None,
+    concurrency: Annotated[int | None, Opt(help="Episodes running at once.")] = None,
+    run: Annotated[str | None, Opt(help="Run name recorded in every trajectory (ids are instance/run/sample).")] = None,
+    shard: Annotated[str | None, Opt(help="Only tasks i, i+n, ... of the input: i/n.")] = None,
+    resume: Annotated[bool, Opt(help="Keep records already in -o and run only the missing ids.")] = False,
+    max_turns: Annotated[int | None, Opt(help="Assistant turns per episode (paper: 40, then 80).")] = None,
+    max_context_tokens: Annotated[int | None, Opt(help="Context budget in tokens (paper: 65536 / 131072).")] = None,
+    command_timeout_s: Annotated[float | None, Opt(help="Time limit of one command in the sandbox.")] = None,
+    episode_timeout_s: Annotated[float | None, Opt(help="Wall-time limit of one episode.")] = None,
+    max_observation_chars: Annotated[int | None, Opt(help="Observations longer than this are cut.")] = None,
+    max_format_errors: Annotated[int | None, Opt(help="Consecutive format errors that end an episode.")] = None,
+    action_format: Annotated[str | None, Opt(help="text (```command blocks, the paper's) or tools (native).")] = None,
+    demo: Annotated[bool | None, Opt("--demo/--no-demo", help="Add the one-shot demonstration (RFT data).")] = None,
+    prompt_config: Annotated[str | None, Opt(help="Prompt YAML file (default: the packaged paper-style one).")] = None,
+    temperature: Annotated[float | None, Opt(help="Sampling temperature (default 1.0, unbiased).")] = None,
+    top_p: Annotated[float | None, Opt(help="Nucleus cut (default 1.0 = off; < 1 marks the run biased).")] = None,
+    top_k: Annotated[int | None, Opt(help="Top-k cut (default -1 = off).")] = None,
+    min_p: Annotated[float | None, Opt(help="Min-p cut (default 0 = off).")] = None,
+    repetition_penalty: Annotated[float | None, Opt(help="Repetition penalty (default 1.0 = off).")] = None,
+    max_new_tokens: Annotated[int | None, Opt(help="Tokens per assistant turn.")] = None,
+    seed: Annotated[int | None, Opt(help="Base sampling seed (sample s uses seed + s).")] = None,
+    sandbox: Annotated[str | None, Opt(help="Sandbox backend: docker or local.")] = None,
+    network: Annotated[bool | None, Opt("--network/--no-network", help="Give sandboxes network access.")] = None,
+    request_timeout_s: Annotated[float | None, Opt(help="Hard timeout of one policy request.")] = None,
+    max_retries: Annotated[int | None, Opt(help="Retries of a failed policy request (429/5xx/connection).")] = None,
+    device: Annotated[str | None, Opt(help="Device of the hf policy (cpu, cuda).")] = None,
+) -> None:
+    flags: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("input", "output", "config", "resume")}
+    from swerl_cli.collect import CollectConfig, collect_records
+    from swerl_cli.config import resolve_config
+    from swerl_cli.jsonl import RecordWriter, existing_ids, read_records
+
+    flags["base_url"] = tuple(base_url) if base_url else None
+    cfg = resolve_config(CollectConfig, config, **flags)
+    if resume and not output:
+        raise ConfigError("--resume needs -o FILE (the output to continue)")
+    skip = existing_ids(output) if resume and output else set()
+    if output and not resume:
+        open(output, "wb").close()  # a fresh run; records are appended and flushed one by one from here
+    progress = _Progress(len(skip))
+    with RecordWriter(output, append=bool(output), flush_each=True) as out:
+        with progress:
+            collect_records(read_records(input), cfg, out.write, skip_ids=skip, on_event=progress.event)
+    err_console.print(f"swerl collect: {progress.summary()}")
+
+
+class _Progress:
+    """Rich progress on stderr: done/total, running, submitted, errors, generated tokens per second."""
+
+    def __init__(self, skipped: int):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(
+            TextColumn("collect"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=err_console,
+            transient=True,
+        )
+        self.task = self.bar.add_task("", total=None)
+        self.skipped, self.running, self.done, self.errors, self.tokens = skipped, 0, 0, 0, 0
+        self.status: dict[str, int] = {}
+        self.t0 = time.perf_counter()
+
+    def __enter__(self) -> _Progress:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+    def event(self, kind: str, payload: Any) -> None:
+        if kind == "plan":
+            self.bar.update(self.task, total=payload)
+        elif kind == "start":
+            self.running += 1
+        elif kind == "end":
+            self.running -= 1
+            self.done += 1
+            self.errors += payload["exit_status"] == "error"
+            self.status[payload["exit_status"]] = self.status.get(payload["exit_status"], 0) + 1
+            self.tokens += payload["stats"].get("tokens_generated", 0)
+            self.bar.update(self.task, completed=self.done)
+        rate = self.tokens / max(1e-9, time.perf_counter() - self.t0)
+        desc = (
+            f"running {self.running}  submitted {self.status.get('submitted', 0)}  errors {self.errors}  "
+            f"{rate:.0f} tok/s"
+        )
+        self.bar.update(self.task, description=desc)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{n} {s}" for s, n in sorted(self.status.items())) or "nothing to do"
+        skipped = f" ({self.skipped} already done)" if self.skipped else ""
+        return f"{self.done} episodes: {parts}{skipped}; {self.tokens} tokens generated"

@@ -1,0 +1,24 @@
+"""Policies behind one protocol; BACKENDS (short name -> import path) is the only registry."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from swerl_cli.errors import ConfigError
+
+BACKENDS: dict[str, str] = {
+    "openai": "swerl_cli.policy.openai:OpenAIPolicy",
+    "hf": "swerl_cli.policy.hf:HFPolicy",
+    "vllm": "swerl_cli.policy.vllm:VLLMPolicy",
+    "gold": "swerl_cli.policy.gold:GoldPolicy",
+    "replay": "swerl_cli.policy.replay:ReplayPolicy",
+}
+
+
+def policy_class(name: str) -> Any:
+    """Import the class registered under `name` (lazily, so heavy backends load only when chosen)."""
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}")
+    module, _, attr = BACKENDS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

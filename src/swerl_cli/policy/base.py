@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from swerl_cli.errors import PolicyError
+
 
 @dataclass(frozen=True, slots=True)
 class Sampling:
@@ -33,6 +35,18 @@ class Sampling:
             or self.temperature != 1.0
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The `policy.sampling` record field."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "min_p": self.min_p,
+            "repetition_penalty": self.repetition_penalty,
+            "max_new_tokens": self.max_new_tokens,
+            "seed": self.seed,
+        }
+
 
 @dataclass(slots=True)
 class Completion:
@@ -48,10 +62,40 @@ class Completion:
     latency_s: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeInfo:
+    """What a policy may know about the episode it serves (gold and replay need the task and the sample)."""
+
+    instance_id: str
+    sample: int
+    run: str
+    task: dict[str, Any]
+    max_context_tokens: int | None = None
+
+
+class ContextLimitError(PolicyError):
+    """The prompt no longer fits the model's context: the episode ends with exit_status `context_limit`."""
+
+
 @runtime_checkable
 class Policy(Protocol):
-    """Anything that completes a chat: an OpenAI-compatible server, vLLM offline, transformers, gold, replay."""
+    """Anything that completes a chat: an OpenAI-compatible server, vLLM offline, transformers, gold, replay.
+
+    `acomplete` is a coroutine so one process drives many episodes; local backends run their model in a thread.
+    `describe()` returns the `policy` record fields it owns (backend, model, version, base_urls...).
+    """
 
     name: str
 
-    def complete(self, messages: list[dict[str, Any]], sampling: Sampling) -> Completion: ...
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...

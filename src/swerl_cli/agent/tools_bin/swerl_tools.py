@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+# ruff: noqa: T201
+"""swerl's in-sandbox editor tools (open, goto, scroll_up, scroll_down, create, edit, replace, search_file).
+
+Shipped into the container at episode start and called through shell functions. Standard library only, so it runs
+on any python3 in the task image. The editor state (open file, first line of the window) lives in a JSON file so
+it persists across commands of one episode.
+"""
+
+import json
+import os
+import sys
+
+STATE = os.environ.get("SWERL_STATE", "/tmp/.swerl/state.json")
+WINDOW = int(os.environ.get("SWERL_WINDOW", "100"))
+EDIT_DONE = (
+    "File updated. Please review the changes and make sure they are correct "
+    "(correct indentation, no duplicate lines, etc). Edit the file again if necessary."
+)
+
+
+class ToolError(Exception):
+    pass
+
+
+def load_state():
+    try:
+        with open(STATE, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {"file": None, "start": 1}
+
+
+def save_state(state):
+    os.makedirs(os.path.dirname(STATE), exist_ok=True)
+    tmp = STATE + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(state, fh)
+    os.replace(tmp, STATE)
+
+
+def read_lines(path):
+    """Return (lines without newlines, had_trailing_newline)."""
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        text = fh.read()
+    if text == "":
+        return [], True
+    lines = text.split("\n")
+    if lines[-1] == "":
+        return lines[:-1], True
+    return lines, False
+
+
+def write_lines(path, lines, trailing_newline=True):
+    text = "\n".join(lines)
+    if lines and trailing_newline:
+        text += "\n"
+    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        fh.write(text)
+
+
+def show(path, start):
+    """Print the window of `path` starting at line `start`; return the (clamped) start."""
+    lines, _ = read_lines(path)
+    n = len(lines)
+    start = max(1, min(start, max(1, n - WINDOW + 1)))
+    end = min(n, start + WINDOW - 1)
+    out = [f"[File: {path} ({n} lines total)]"]
+    if start > 1:
+        out.append(f"({start - 1} more lines above)")
+    for i in range(start, end + 1):
+        out.append(f"{i}:{lines[i - 1]}")
+    if n == 0:
+        out.append("1:")
+    if end < n:
+        out.append(f"({n - end} more lines below)")
+    print("\n".join(out))
+    return start
+
+
+def centered(line):
+    return max(1, line - WINDOW // 2)
+
+
+def need_open(state):
+    path = state.get("file")
+    if not path:
+        raise ToolError("No file open. Use the open command first.")
+    if not os.path.isfile(path):
+        raise ToolError(f"File {path} no longer exists.")
+    return path
+
+
+def parse_int(text, what):
+    try:
+        return int(text)
+    except ValueError:
+        raise ToolError(f"{what} must be an integer, got {text!r}") from None
+
+
+def split_flags(args, flags_with_value=(), bool_flags=()):
+    opts, rest, i = {}, [], 0
+    while i < len(args):
+        a = args[i]
+        if a in flags_with_value:
+            if i + 1 >= len(args):
+                raise ToolError(f"{a} needs a value")
+            opts[a] = args[i + 1]
+            i += 2
+            continue
+        if a in bool_flags:
+            opts[a] = True
+        else:
+            rest.append(a)
+        i += 1
+    return opts, rest
+
+
+def cmd_open(args, state):
+    if len(args) > 2:
+        raise ToolError("Usage: open [FILE] [LINE_NUMBER]")
+    if not args:
+        path = need_open(state)
+        state["start"] = show(path, state.get("start", 1))
+        return
+    path = os.path.abspath(args[0])
+    if not os.path.exists(path):
+        raise ToolError(f"File {args[0]} not found")
+    if os.path.isdir(path):
+        raise ToolError(f"{args[0]} is a directory. You can only open files. Use cd or ls to navigate directories.")
+    lines, _ = read_lines(path)
+    start = 1
+    if len(args) == 2:
+        line = parse_int(args[1], "LINE_NUMBER")
+        if line < 1 or line > max(1, len(lines)):
+            raise ToolError(f"LINE_NUMBER must be between 1 and {max(1, len(lines))}, got {line}")
+        start = centered(line)
+    state["file"] = path
+    state["start"] = show(path, start)
+
+
+def cmd_goto(args, state):
+    if len(args) != 1:
+        raise ToolError("Usage: goto LINE_NUMBER")
+    path = need_open(state)
+    line = parse_int(args[0], "LINE_NUMBER")
+    n = len(read_lines(path)[0])
+    if line < 1 or line > max(1, n):
+        raise ToolError(f"LINE_NUMBER must be between 1 and {max(1, n)}, got {line}")
+    state["start"] = show(path, centered(line))
+
+
+def cmd_scroll(args, state, direction):
+    if args:
+        raise ToolError(f"Usage: scroll_{'down' if direction > 0 else 'up'} (no arguments)")
+    path = need_open(state)
+    state["start"] = show(path, state.get("start", 1) + direction * WINDOW)
+
+
+def cmd_create(args, state):
+    if len(args) != 1:
+        raise ToolError("Usage: create FILENAME")
+    path = os.path.abspath(args[0])
+    if os.path.exists(path):
+        raise ToolError(f"File {args[0]} already exists. Use open to view it or edit to change it.")
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "w", encoding="utf-8"):
+        pass
+    state["file"] = path
+    state["start"] = show(path, 1)
+
+
+def read_replacement(rest):
+    if rest:
+        if len(rest) > 1:
+            raise ToolError('Too many arguments: quote the replacement text, e.g. edit 3:3 "new text"')
+        return rest[0] + "\n"
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ToolError("No replacement text: give it as a quoted argument or with a heredoc (<< 'EOF').")
+    return sys.stdin.read()
+
+
+def cmd_edit(args, state):
+    opts, rest = split_flags(args, flags_with_value=("--file",))
+    if not rest:
+        raise ToolError("Usage: edit [--file PATH] START:END [REPLACEMENT_TEXT]  (or a heredoc)")
+    spec, rest = rest[0], rest[1:]
+    if ":" not in spec:
+        raise ToolError(f"LINE_RANGE must look like START:END, got {spec!r}")
+    a, _, b = spec.partition(":")
+    start, end = parse_int(a, "START"), parse_int(b, "END")
+    path = os.path.abspath(opts["--file"]) if "--file" in opts else need_open(state)
+    if not os.path.isfile(path):
+        raise ToolError(f"File {opts.get('--file', path)} not found")
+    text = read_replacement(rest)
+    lines, trailing = read_lines(path)
+    n = len(lines)
+    if start < 1 or start > n + 1:
+        raise ToolError(f"START must be between 1 and {n + 1} (the file has {n} lines), got {start}")
+    if end < start - 1 or end > n:
+        raise ToolError(f"END must be between {start - 1} and {n} (the file has {n} lines), got {end}")
+    new = text.split("\n")
+    if new and new[-1] == "":
+        new = new[:-1]
+    lines[start - 1 : end] = new
+    write_lines(path, lines, trailing or n == 0)
+    state["file"] = path
+    print(EDIT_DONE)
+    state["start"] = show(path, centered(start))
+
+
+def cmd_replace(args, state):
+    opts, rest = split_flags(args, flags_with_value=("--file",), bool_flags=("--replace-all",))
+    if len(rest) != 2:
+        raise ToolError('Usage: replace [--replace-all] [--file PATH] "SEARCH" "REPLACE"')
+    search, repl = rest
+    if search == "":
+        raise ToolError("SEARCH must not be empty")
+    path = os.path.abspath(opts["--file"]) if "--file" in opts else need_open(state)
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        text = fh.read()
+    count = text.count(search)
+    if count == 0:
+        raise ToolError(f"SEARCH text not found in {path}. Nothing was changed.")
+    if count > 1 and not opts.get("--replace-all"):
+        raise ToolError(
+            f"SEARCH text occurs {count} times in {path}. Make it unique, or pass --replace-all. Nothing was changed."
+        )
+    first_line = text[: text.index(search)].count("\n") + 1
+    text = text.replace(search, repl) if opts.get("--replace-all") else text.replace(search, repl, 1)
+    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        fh.write(text)
+    state["file"] = path
+    print(f"Replaced {count if opts.get('--replace-all') else 1} occurrence(s).")
+    print(EDIT_DONE)
+    state["start"] = show(path, centered(first_line))
+
+
+def cmd_search_file(args, state):
+    if len(args) not in (1, 2):
+        raise ToolError("Usage: search_file SEARCH_TERM [FILE]")
+    term = args[0]
+    path = os.path.abspath(args[1]) if len(args) == 2 else need_open(state)
+    if not os.path.isfile(path):
+        raise ToolError(f"File {args[1] if len(args) == 2 else path} not found")
+    lines, _ = read_lines(path)
+    hits = [(i + 1, line) for i, line in enumerate(lines) if term in line]
+    if not hits:
+        print(f'No matches found for "{term}" in {path}')
+        return
+    if len(hits) > 100:
+        print(f'More than 100 lines matched for "{term}" in {path}. Please narrow your search.')
+        return
+    print(f'Found {len(hits)} matches for "{term}" in {path}:')
+    for i, line in hits:
+        print(f"Line {i}:{line}")
+    print(f'End of matches for "{term}" in {path}')
+
+
+COMMANDS = {
+    "open": cmd_open,
+    "goto": cmd_goto,
+    "scroll_down": lambda a, s: cmd_scroll(a, s, 1),
+    "scroll_up": lambda a, s: cmd_scroll(a, s, -1),
+    "create": cmd_create,
+    "edit": cmd_edit,
+    "replace": cmd_replace,
+    "search_file": cmd_search_file,
+}
+
+
+def main(argv):
+    if not argv or argv[0] not in COMMANDS:
+        print(f"Error: unknown tool; known: {', '.join(sorted(COMMANDS))}")
+        return 2
+    state = load_state()
+    try:
+        COMMANDS[argv[0]](argv[1:], state)
+    except ToolError as e:
+        print(f"Error: {e}")
+        return 1
+    except OSError as e:
+        print(f"Error: {e.strerror or e}: {e.filename or ''}".rstrip(": "))
+        return 1
+    save_state(state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

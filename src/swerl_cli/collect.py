@@ -1,0 +1,284 @@
+"""`collect_records`: run the agent over tasks x samples with bounded concurrency; one trajectory per episode."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from swerl_cli.agent.loop import AgentSettings, EpisodeResult, initial_messages, run_episode
+from swerl_cli.agent.prompts import PromptConfig, load_prompts
+from swerl_cli.errors import ConfigError, SwerlError
+from swerl_cli.policy import policy_class
+from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
+from swerl_cli.records import TRAJECTORY, Located, Task, schema_tag
+
+ACTION_FORMATS = ("text", "tools")
+
+
+@dataclass(frozen=True, slots=True)
+class CollectConfig:
+    """Everything `swerl collect` needs; flags are the kebab-case twins of these fields."""
+
+    policy: str = "openai"
+    model: str | None = None
+    base_url: tuple[str, ...] = ()
+    api_key: str | None = None
+    replay: str | None = None
+    policy_version: str | None = None
+    device: str = "cpu"
+    vllm_extras: bool = True
+    request_timeout_s: float = 600.0
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    samples: int = 1
+    concurrency: int = 4
+    run: str = "run0"
+    shard: str | None = None
+    max_turns: int = 40
+    max_context_tokens: int = 65536
+    command_timeout_s: float = 120.0
+    episode_timeout_s: float = 3600.0
+    max_observation_chars: int = 20000
+    max_format_errors: int = 5
+    window: int = 100
+    action_format: str = "text"
+    demo: bool = False
+    prompt_config: str | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 4096
+    seed: int | None = None
+    sandbox: str = "docker"
+    memory_mb: int = 4096
+    cpus: float = 1.0
+    network: bool = False
+
+    def __post_init__(self) -> None:
+        for name in (
+            "samples",
+            "concurrency",
+            "max_turns",
+            "max_context_tokens",
+            "max_format_errors",
+            "max_new_tokens",
+            "window",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"field '{name}': must be >= 1, got {getattr(self, name)}")
+        if self.action_format not in ACTION_FORMATS:
+            raise ConfigError(
+                f"field 'action_format': choose 'text' (the paper's) or 'tools', got {self.action_format!r}"
+            )
+        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.min_p < 0:
+            raise ConfigError("sampling: need temperature >= 0, 0 < top_p <= 1 and min_p >= 0")
+        self.shard_index()
+
+    def shard_index(self) -> tuple[int, int] | None:
+        """(i, n) from `--shard i/n`, or None."""
+        if self.shard is None:
+            return None
+        i, sep, n = self.shard.partition("/")
+        if not sep or not i.isdigit() or not n.isdigit() or int(n) < 1 or int(i) >= int(n):
+            raise ConfigError(f"field 'shard': expected i/n with 0 <= i < n (e.g. 0/4), got {self.shard!r}")
+        return int(i), int(n)
+
+    def sampling(self) -> Sampling:
+        """The sampling parameters sent with every request."""
+        return Sampling(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            min_p=self.min_p,
+            repetition_penalty=self.repetition_penalty,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+        )
+
+    def agent(self) -> AgentSettings:
+        """The episode limits and format."""
+        return AgentSettings(
+            max_turns=self.max_turns,
+            max_context_tokens=self.max_context_tokens,
+            command_timeout_s=self.command_timeout_s,
+            episode_timeout_s=self.episode_timeout_s,
+            max_observation_chars=self.max_observation_chars,
+            max_format_errors=self.max_format_errors,
+            window=self.window,
+            action_format=self.action_format,
+            demo=self.demo,
+        )
+
+
+def build_policy(cfg: CollectConfig) -> Policy:
+    """Instantiate the configured backend (the heavy ones import their libraries lazily)."""
+    cls = policy_class(cfg.policy)
+    if cfg.policy == "openai":
+        return cls(
+            cfg.model or "default",
+            list(cfg.base_url),
+            api_key=cfg.api_key or os.environ.get("OPENAI_API_KEY"),
+            request_timeout_s=cfg.request_timeout_s,
+            max_retries=cfg.max_retries,
+            backoff_s=cfg.backoff_s,
+            vllm_extras=cfg.vllm_extras,
+            version=cfg.policy_version,
+        )
+    if cfg.policy == "hf":
+        return cls(cfg.model or "", device=cfg.device, version=cfg.policy_version)
+    if cfg.policy == "vllm":
+        return cls(cfg.model or "", version=cfg.policy_version)
+    if cfg.policy == "replay":
+        return cls(cfg.replay or "")
+    return cls()
+
+
+def episode_id(instance_id: str, run: str, sample: int) -> str:
+    """`{instance_id}/{run}/{sample}`, the trajectory id."""
+    return f"{instance_id}/{run}/{sample}"
+
+
+def plan_jobs(tasks: Iterable[Located], cfg: CollectConfig, skip_ids: set[str]) -> list[tuple[Located, Task, int]]:
+    """Validate tasks, keep this shard's, expand samples (task-major, so groups finish together), drop done ids."""
+    shard = cfg.shard_index()
+    jobs = []
+    for n, loc in enumerate(tasks):
+        task = Task.from_json(loc)
+        if shard is not None and n % shard[1] != shard[0]:
+            continue
+        for s in range(cfg.samples):
+            if episode_id(task.instance_id, cfg.run, s) not in skip_ids:
+                jobs.append((loc, task, s))
+    return jobs
+
+
+class Collector:
+    """Runs the planned episodes; `emit(record)` is called in the event loop as each one ends."""
+
+    def __init__(
+        self,
+        cfg: CollectConfig,
+        policy: Policy,
+        emit: Callable[[dict[str, Any]], None],
+        on_event: Callable[[str, Any], None] | None = None,
+        prompts: PromptConfig | None = None,
+    ):
+        self.cfg, self.policy, self.emit = cfg, policy, emit
+        self.on_event = on_event or (lambda kind, payload: None)
+        self.prompts = prompts or load_prompts(cfg.prompt_config)
+        self.settings = cfg.agent()
+        self.sampling = cfg.sampling()
+
+    def policy_record(self, sampling: Sampling) -> dict[str, Any]:
+        """The trajectory's `policy` field."""
+        out = dict(self.policy.describe())
+        out.update(
+            action_format=self.cfg.action_format, sampling=sampling.to_json(), biased_sampling=sampling.is_biased
+        )
+        return out
+
+    async def run(self, jobs: list[tuple[Located, Task, int]]) -> None:
+        """Run every job with at most `concurrency` episodes at once."""
+        self.on_event("plan", len(jobs))
+        queue = iter(jobs)
+
+        async def worker() -> None:
+            for job in queue:
+                self.emit(await self.episode(*job))
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.cfg.concurrency, max(1, len(jobs))))))
+        finally:
+            await self.policy.aclose()
+
+    async def episode(self, loc: Located, task: Task, sample: int) -> dict[str, Any]:
+        """One episode end to end: sandbox up, agent loop, sandbox down; failures become an error record."""
+        from swerl_cli.sandbox import SandboxLimits, start_sandbox
+
+        cfg = self.cfg
+        sampling = self.sampling if cfg.seed is None else dataclasses.replace(self.sampling, seed=cfg.seed + sample)
+        info = EpisodeInfo(task.instance_id, sample, cfg.run, loc.obj, cfg.max_context_tokens)
+        self.on_event("start", (task.instance_id, sample))
+        limits = SandboxLimits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, network=cfg.network)
+        sandbox = None
+        try:
+            sandbox = await asyncio.to_thread(start_sandbox, task, backend=cfg.sandbox, limits=limits, run_id=cfg.run)
+            result = await run_episode(loc.obj, self.policy, sandbox, sampling, self.prompts, self.settings, info)
+        except SwerlError as e:
+            messages = initial_messages(loc.obj, self.prompts, self.settings)
+            result = EpisodeResult(messages=messages, exit_status="error", error=f"{type(e).__name__}: {e}")
+            result.stats = {
+                "turns": 0,
+                "format_errors": 0,
+                "tokens_prompt": 0,
+                "tokens_generated": 0,
+                "tokens_total": 0,
+                "wall_s": 0.0,
+                "sandbox_s": 0.0,
+                "policy_s": 0.0,
+            }
+        finally:
+            if sandbox is not None:
+                await asyncio.shield(asyncio.to_thread(sandbox.close))
+        record = {
+            "id": episode_id(task.instance_id, cfg.run, sample),
+            "instance_id": task.instance_id,
+            "run": cfg.run,
+            "sample": sample,
+            "task": loc.obj,
+            "policy": self.policy_record(sampling),
+            "messages": result.messages,
+            "turns": result.turns,
+            "patch": result.patch,
+            "exit_status": result.exit_status,
+            "error": result.error,
+            "stats": result.stats,
+            "schema": schema_tag(TRAJECTORY),
+        }
+        self.on_event("end", record)
+        return record
+
+
+def collect_records(
+    tasks: Iterable[Located],
+    cfg: CollectConfig,
+    emit: Callable[[dict[str, Any]], None],
+    *,
+    skip_ids: set[str] | None = None,
+    on_event: Callable[[str, Any], None] | None = None,
+    policy: Policy | None = None,
+) -> int:
+    """Plan and run every episode; returns the number of records emitted. Ctrl-C removes live sandboxes."""
+    jobs = plan_jobs(tasks, cfg, skip_ids or set())
+    collector = Collector(cfg, policy or build_policy(cfg), emit, on_event)
+    count = 0
+
+    def counted(record: dict[str, Any]) -> None:
+        nonlocal count
+        emit(record)
+        count += 1
+
+    collector.emit = counted
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2 * cfg.concurrency + 4, thread_name_prefix="swerl-collect"
+        )
+        loop.set_default_executor(pool)
+        await collector.run(jobs)
+
+    try:
+        asyncio.run(main())
+    finally:
+        from swerl_cli.sandbox import lifecycle
+
+        lifecycle.sweep()
+    return count

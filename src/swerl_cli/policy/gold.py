@@ -1,0 +1,64 @@
+"""`gold` policy: applies the task's gold patch and submits, to validate environments end to end."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from swerl_cli.errors import PolicyError
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+
+PATCH_PATH = "/tmp/.swerl/gold.patch"
+
+
+class GoldPolicy:
+    """Turn 0 writes the gold patch into the sandbox and applies it with `git apply`; turn 1 submits."""
+
+    name = "gold"
+
+    def describe(self) -> dict[str, Any]:
+        """The `policy` record fields."""
+        return {"backend": self.name, "model": "gold", "version": "gold"}
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion:
+        """Return the next scripted action for this episode's task."""
+        if episode is None:
+            raise PolicyError("the gold policy needs the episode's task")
+        patch = episode.task.get("patch")
+        if not isinstance(patch, str) or not patch.strip():
+            raise PolicyError(f"task {episode.instance_id} has no gold 'patch' to submit")
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        if turn == 0:
+            b64 = base64.b64encode(patch.encode()).decode()
+            command = (
+                f"mkdir -p /tmp/.swerl && echo {b64} | base64 -d > {PATCH_PATH} && git apply {PATCH_PATH} "
+                f"&& rm -f {PATCH_PATH} && git status --short"
+            )
+            text = "I apply the reference patch of this task."
+        else:
+            command, text = "submit", "The patch is applied; submitting."
+        return _action(text, command, tools)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def _action(text: str, command: str, tools: list[dict[str, Any]] | None) -> Completion:
+    """A completion in the active action format (text fence or one native tool call)."""
+    if tools:
+        import json
+
+        call = {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": tools[0]["function"]["name"], "arguments": json.dumps({"command": command})},
+        }
+        return Completion(text=text, token_ids=[], logprobs=None, finish_reason="tool_calls", tool_calls=[call])
+    return Completion(text=f"{text}\n```command\n{command}\n```", token_ids=[], logprobs=None)

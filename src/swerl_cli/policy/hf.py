@@ -1,0 +1,202 @@
+"""`hf` policy: a local transformers checkpoint (the CPU path the tests use); exact token ids and logprobs.
+
+The chat template renders the prompt (add_generation_prompt=True), `generate` samples with every parameter
+explicit (the checkpoint's generation_config cannot leak in), and the sampled tokens' logprobs come from the raw
+logits (log-softmax before temperature or truncation, as vLLM's default raw logprobs). generate runs in a worker
+thread under a lock: one model serves many concurrent episodes while asyncio stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.errors import ConfigError, PolicyError
+from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+
+
+def load_tokenizer(model: str) -> Any:
+    """AutoTokenizer for a save_pretrained dir (or a cached hub id), as a one-line PolicyError on failure."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise PolicyError("the hf backend needs transformers: pip install 'swerl[train]'") from None
+    try:
+        return AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as e:
+        raise PolicyError(f"cannot load the tokenizer of {model}: {str(e).splitlines()[0]}") from None
+
+
+def render_ids(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    *,
+    add_generation_prompt: bool,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[int]:
+    """Token ids of the chat template applied to `messages` (what an OpenAI server does before generating)."""
+    kwargs: dict[str, Any] = {"tokenize": True, "add_generation_prompt": add_generation_prompt}
+    if tools:
+        kwargs["tools"] = tools
+    wire = [
+        {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")} for m in messages
+    ]
+    out = tokenizer.apply_chat_template(wire, **kwargs)
+    if isinstance(out, dict) or hasattr(out, "keys"):
+        out = out["input_ids"]
+    return [int(t) for t in out]
+
+
+class HFPolicy:
+    """transformers `generate` on one local model; returns exact prompt ids, sampled ids and their logprobs."""
+
+    name = "hf"
+
+    def __init__(self, model: str, *, device: str = "cpu", version: str | None = None):
+        if not model:
+            raise ConfigError("the hf policy needs --model PATH (a save_pretrained directory)")
+        self.model_path = model
+        self.device = device
+        self.version = version
+        self._tok: Any = None
+        self._model: Any = None
+        self._eos: set[int] = set()
+        self._thread_lock = threading.Lock()
+        self._lock: asyncio.Lock | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The `policy` record fields."""
+        version = self.version or str(
+            Path(self.model_path).resolve() if Path(self.model_path).exists() else self.model_path
+        )
+        return {"backend": self.name, "model": self.model_path, "version": version, "device": self.device}
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM
+        except ImportError:
+            raise PolicyError("the hf backend needs torch and transformers: pip install 'swerl[train]'") from None
+        self._tok = load_tokenizer(self.model_path)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
+        except (OSError, ValueError) as e:
+            raise PolicyError(f"cannot load model {self.model_path}: {str(e).splitlines()[0]}") from None
+        self._model = model.to(self.device).eval()
+        eos = model.generation_config.eos_token_id
+        self._eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if self._tok.eos_token_id is not None:
+            self._eos.add(int(self._tok.eos_token_id))
+
+    def _generate(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        tools: list[dict[str, Any]] | None,
+        max_context: int | None,
+    ) -> Completion:
+        import torch
+
+        with self._thread_lock:
+            self._load()
+            t0 = time.perf_counter()
+            prompt = render_ids(self._tok, messages, add_generation_prompt=True, tools=tools)
+            max_new = sampling.max_new_tokens
+            if max_context is not None:
+                max_new = min(max_new, max_context - len(prompt))
+                if max_new <= 0:
+                    raise ContextLimitError(f"prompt of {len(prompt)} tokens fills the context of {max_context}")
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)
+            pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else min(self._eos, default=0)
+            greedy = sampling.temperature <= 0
+            with torch.no_grad():
+                out = self._model.generate(
+                    torch.tensor([prompt], device=self.device),
+                    attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=self.device),
+                    do_sample=not greedy,
+                    temperature=None if greedy else sampling.temperature,
+                    top_p=None if greedy else sampling.top_p,
+                    top_k=None if greedy else max(sampling.top_k, 0),
+                    min_p=None if greedy or sampling.min_p <= 0 else sampling.min_p,
+                    repetition_penalty=sampling.repetition_penalty,
+                    max_new_tokens=max_new,
+                    eos_token_id=sorted(self._eos) or None,
+                    pad_token_id=pad,
+                    return_dict_in_generate=True,
+                    output_logits=True,
+                )
+            ids = out.sequences[0, len(prompt) :].tolist()
+            logits = torch.stack(out.logits, dim=0)[:, 0, :].float()  # (new, V) raw logits
+            lps = torch.log_softmax(logits, dim=-1)
+            ids = _cut_after_eos(ids, self._eos)
+            logprobs = [float(lps[i, t]) for i, t in enumerate(ids)]
+            finish = "stop" if ids and ids[-1] in self._eos else "length"
+            body = ids[:-1] if finish == "stop" else ids
+            text = self._tok.decode(body, skip_special_tokens=True)
+            calls = _parse_tool_calls(text) if tools else None
+            return Completion(
+                text=text,
+                token_ids=ids,
+                logprobs=logprobs,
+                finish_reason="tool_calls" if calls else finish,
+                prompt_token_ids=prompt,
+                tool_calls=calls,
+                usage={"prompt_tokens": len(prompt), "completion_tokens": len(ids)},
+                latency_s=time.perf_counter() - t0,
+            )
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion:
+        """Sample one turn in a worker thread (one generate at a time per model)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        max_context = episode.max_context_tokens if episode is not None else None
+        async with self._lock:
+            return await asyncio.to_thread(self._generate, messages, sampling, tools, max_context)
+
+    async def aclose(self) -> None:
+        """Drop the model."""
+        self._model = None
+
+
+def _cut_after_eos(ids: list[int], eos: set[int]) -> list[int]:
+    for i, t in enumerate(ids):
+        if t in eos:
+            return ids[: i + 1]
+    return ids
+
+
+def _parse_tool_calls(text: str) -> list[dict[str, Any]] | None:
+    """Hermes-style `<tool_call>{"name":..., "arguments":{...}}</tool_call>` blocks as OpenAI tool calls."""
+    calls = []
+    for i, raw in enumerate(_TOOL_CALL.findall(text)):
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            args = obj.get("arguments", {})
+            calls.append(
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": obj["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+                }
+            )
+    return calls or None

@@ -1,0 +1,70 @@
+"""`replay` policy: re-plays the assistant messages of recorded trajectories, turn by turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swerl_cli.errors import ConfigError, PolicyError
+from swerl_cli.jsonl import read_records
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.records import require
+
+
+class ReplayPolicy:
+    """Answers turn k of (instance_id, sample) with the k-th assistant message of the matching trajectory."""
+
+    name = "replay"
+
+    def __init__(self, path: str):
+        if not path:
+            raise ConfigError("the replay policy needs --replay FILE (trajectory records to re-play)")
+        self.path = path
+        self._actions: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self._by_instance: dict[str, list[tuple[str, int]]] = {}
+        for loc in read_records(path):
+            iid = require(loc, "instance_id", str)
+            sample = require(loc, "sample", int, optional=True) or 0
+            messages = require(loc, "messages", list)
+            self._actions[(iid, sample)] = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+            self._by_instance.setdefault(iid, []).append((iid, sample))
+
+    def describe(self) -> dict[str, Any]:
+        """The `policy` record fields."""
+        return {"backend": self.name, "model": f"replay:{self.path}", "version": f"replay:{self.path}"}
+
+    def _script(self, episode: EpisodeInfo) -> list[dict[str, Any]]:
+        key = (episode.instance_id, episode.sample)
+        if key in self._actions:
+            return self._actions[key]
+        keys = self._by_instance.get(episode.instance_id, [])
+        if len(keys) == 1:
+            return self._actions[keys[0]]
+        raise PolicyError(f"{self.path}: no trajectory for {episode.instance_id} sample {episode.sample}")
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion:
+        """The recorded assistant message for this turn."""
+        if episode is None:
+            raise PolicyError("the replay policy needs the episode's identity")
+        script = self._script(episode)
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        if turn >= len(script):
+            raise PolicyError(f"{self.path}: trajectory of {episode.instance_id} has only {len(script)} turns")
+        msg = script[turn]
+        calls = msg.get("tool_calls") or None
+        return Completion(
+            text=msg.get("content") or "",
+            token_ids=[],
+            logprobs=None,
+            finish_reason="tool_calls" if calls else "stop",
+            tool_calls=calls,
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
