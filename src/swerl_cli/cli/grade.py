@@ -1,17 +1,88 @@
-"""`swerl grade`: Grade trajectories (or SWE-bench predictions) by running the task's tests in a fresh sandbox."""
+"""`swerl grade`: grade trajectories (or SWE-bench predictions) by running the task's tests in fresh sandboxes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
+import orjson
 import typer
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.config import resolve_config
+from swerl_cli.errors import ConfigError
+from swerl_cli.grading.engine import grade_records, load_tasks
+from swerl_cli.grading.grade import GradeConfig
+from swerl_cli.grading.report import Report
+from swerl_cli.jsonl import RecordWriter, existing_ids, read_many, read_records
+
+HELP = """Grade each record in a fresh sandbox: apply its patch, apply the task's test_patch, run test_cmd, parse the
+per-test results (JUnit XML when the run writes /tmp/swerl-junit.xml, else pytest's -rA summary) and add a `grade`
+object (status resolved|unresolved|patch_failed|timeout|error; reward null on error). Input: trajectory records, or
+SWE-bench prediction rows (instance_id, model_name_or_path, model_patch) with --tasks. With --workers N, records are
+written as they finish (the order may differ from the input; `id` identifies each) and flushed one by one; with -o
+the file is written in place so an interrupted run keeps every finished record (--resume continues it)."""
 
 
 def register(app: typer.Typer) -> None:
-    app.command("grade", help="Grade trajectories (or SWE-bench predictions) by running the task's tests in a fresh sandbox.")(_grade)
+    app.command("grade", help=HELP)(_grade)
 
 
 @boundary("grade")
-def _grade() -> None:
-    raise NotImplementedYetError("not implemented yet: sandboxes and grading land with issue 3")
+def _grade(
+    inputs: INPUTS = None,
+    output: OUTPUT = None,
+    config: CONFIG = None,
+    tasks: Annotated[str | None, typer.Option(metavar="FILE", help="Task records for prediction rows.")] = None,
+    workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes graded in parallel [default: 1].")] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", metavar="S", help="test_cmd timeout in seconds [default: 1800].")
+    ] = None,
+    backend: Annotated[str | None, typer.Option("--sandbox", help="Sandbox backend: docker or local.")] = None,
+    repo_dir: Annotated[str | None, typer.Option(help="Repository clones for --sandbox local.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Label for this run's containers [default: generated].")] = None,
+    memory_mb: Annotated[int | None, typer.Option(help="Memory limit per sandbox in MiB [default: 4096].")] = None,
+    cpus: Annotated[float | None, typer.Option(help="CPU limit per sandbox [default: 1.0].")] = None,
+    network: Annotated[bool | None, typer.Option("--network/--no-network", help="Give sandboxes a network.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="With -o: skip ids already in the output file.")] = False,
+    report: Annotated[str | None, typer.Option(metavar="FILE", help="Write a SWE-bench-style summary JSON.")] = None,
+) -> None:
+    cfg = resolve_config(
+        GradeConfig,
+        config,
+        workers=workers,
+        timeout_s=timeout,
+        backend=backend,
+        repo_dir=repo_dir,
+        run_id=run_id,
+        memory_mb=memory_mb,
+        cpus=cpus,
+        network=network,
+    )
+    if resume and not output:
+        raise ConfigError("--resume needs -o FILE (the ids already graded are read from it)")
+    task_map = load_tasks(read_records(tasks)) if tasks else None
+    summary = Report()
+    skip: set[str] = set()
+    if output and resume:
+        skip = existing_ids(output)
+        for loc in read_records(output) if Path(output).exists() else ():
+            summary.add(loc.obj)
+    elif output:
+        Path(output).unlink(missing_ok=True)
+    n = 0
+    with RecordWriter(output, append=bool(output), flush_each=True) as out:
+        for rec in grade_records(read_many(inputs or []), cfg, tasks=task_map, skip_ids=skip):
+            out.write(rec)
+            summary.add(rec)
+            n += 1
+            g = rec["grade"]
+            msg = f" ({g['error']})" if g.get("error") else ""
+            err_console.print(f"graded {rec['id']}: {g['status']} in {g['duration_s']:.1f}s{msg}")
+    if report:
+        Path(report).write_bytes(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+    s = summary.to_json()
+    err_console.print(
+        f"swerl grade: {n} graded ({len(skip)} skipped), {s['resolved_instances']} resolved of "
+        f"{s['total_instances']} in the output, {s['error_instances']} errors"
+    )

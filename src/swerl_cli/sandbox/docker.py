@@ -93,7 +93,8 @@ class _ExecTransport:
 
     def kill_children(self, shell_pid: int, sig: str) -> None:
         # Each direct child of the shell leads its own process group (set -m): signal the groups.
-        script = f"kill -USR1 {shell_pid}; for p in $(pgrep -P {shell_pid}); do kill -{sig} -- -$p $p 2>/dev/null; done; true"
+        script = f"kill -USR1 {shell_pid}; for p in $(pgrep -P {shell_pid}); do kill -{sig} -- -$p $p; done 2>/dev/null"
+        script += "; true"
         try:
             self.client.api.exec_start(self.client.api.exec_create(self.cid, ["bash", "-c", script], user="root")["Id"])
         except Exception as e:  # noqa: BLE001
@@ -158,9 +159,12 @@ class DockerSandbox:
         )
         if lim.user:
             kwargs["user"] = lim.user
-        lifecycle.register(id(self), self._remove)
+        lifecycle.register(id(self), self.close)
         try:
             self.container = client.containers.run(task.image, **kwargs)
+            if self._closed:  # swept (Ctrl-C, SIGTERM) while the container was being created
+                self._remove()
+                raise SandboxError("sandbox start interrupted")
             self._shell = Shell(_ExecTransport(client, self.container.id, lim.user, task.workdir), lim.output_cap_bytes)
         except SandboxError:
             self.close()
@@ -171,9 +175,9 @@ class DockerSandbox:
             raise SandboxError(f"could not start sandbox from image {task.image!r}: {msg}") from None
 
     # -- protocol -------------------------------------------------------------------------------------------
-    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
-        """Run a shell command; cwd and env persist; output capped per SandboxLimits.output_cap_bytes."""
-        return self._sh().run(cmd, timeout_s)
+    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
+        """Run a shell command; cwd and env persist; output capped (SandboxLimits.output_cap_bytes unless `cap`)."""
+        return self._sh().run(cmd, timeout_s, cap=cap or True)
 
     def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
         """Like `run` but returns the whole output (for reading files and logs)."""
@@ -207,8 +211,8 @@ class DockerSandbox:
         if self._closed:
             return
         self._closed = True
-        self._remove()
         lifecycle.unregister(id(self))
+        self._remove()
 
     # -- helpers --------------------------------------------------------------------------------------------
     def _sh(self) -> Shell:

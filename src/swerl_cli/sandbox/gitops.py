@@ -61,7 +61,8 @@ def diff_command(base_commit: str, exclude: list[str]) -> str:
     return (
         '( set -e; cd "$(git rev-parse --show-toplevel)"; t=$(mktemp); trap \'rm -f "$t"\' EXIT; '
         'cp .git/index "$t" 2>/dev/null || true; GIT_INDEX_FILE="$t" git add -A >/dev/null 2>&1; '
-        f'GIT_INDEX_FILE="$t" git -c core.fileMode=false diff --cached --binary --no-color --no-ext-diff {base} -- . {specs} )'
+        'GIT_INDEX_FILE="$t" git -c core.fileMode=false diff --cached --binary --no-color --no-ext-diff '
+        f"{base} -- . {specs} )"
     )
 
 
@@ -71,15 +72,16 @@ def diff_command(base_commit: str, exclude: list[str]) -> str:
 HYGIENE = r"""(
 set -e
 base=__BASE__
-fp() { { git rev-parse HEAD; git for-each-ref; git count-objects -v; ls .git/objects/pack .git/logs 2>/dev/null; git remote; \
-  test -e .git/objects/info/alternates && echo alt; } | sha1sum | cut -c1-40; }
+fp() { { git rev-parse HEAD; git for-each-ref; git count-objects -v; ls .git/objects/pack .git/logs 2>/dev/null; \
+  git remote; test -e .git/objects/info/alternates && echo alt; } | sha1sum | cut -c1-40; }
 git rev-parse -q --verify "$base^{commit}" >/dev/null || { echo "base_commit $base is not in the repository"; exit 3; }
 if [ "$(git rev-parse HEAD)" = "$base" ] && [ -f .git/swerl-clean ] && [ "$(cat .git/swerl-clean)" = "$(fp)" ]; then
   echo fast; exit 0; fi
 if [ "$(git rev-parse HEAD)" != "$base" ]; then git checkout -q -f --detach "$base"; fi
 branch=$(git symbolic-ref -q --short HEAD || true)
 if [ -z "$branch" ]; then branch=main; git checkout -q -B main; fi
-git for-each-ref --format='delete %(refname)' | { grep -vx "delete refs/heads/$branch" || true; } | git update-ref --stdin
+git for-each-ref --format='delete %(refname)' | { grep -vx "delete refs/heads/$branch" || true; } \
+  | git update-ref --stdin
 for r in $(git remote); do git remote remove "$r"; done
 if [ -e .git/objects/info/alternates ]; then git repack -a -d -q; rm -f .git/objects/info/alternates; fi
 rm -rf .git/logs .git/refs/original .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/COMMIT_EDITMSG .git/rr-cache

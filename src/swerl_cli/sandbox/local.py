@@ -143,9 +143,9 @@ class LocalSandbox:
             self.close()
             raise
 
-    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
-        """Run a shell command in the persistent local shell."""
-        return self._shell.run(cmd, timeout_s)
+    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
+        """Run a shell command in the persistent local shell (output capped as in DockerSandbox.run)."""
+        return self._shell.run(cmd, timeout_s, cap=cap or True)
 
     def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
         """Like `run` without the output cap."""

@@ -1,0 +1,169 @@
+"""Grade one patch against one task in a fresh sandbox (DESIGN.md §7).
+
+Fresh container -> apply the patch (git apply, git apply --3way, patch --fuzz=5; tree reset between tries) ->
+restore the test_patch's files to base_commit (new ones removed) and apply test_patch -> run test_cmd with a
+timeout -> parse JUnit XML if the run wrote /tmp/swerl-junit.xml, else pytest's -rA summary -> v5 verdicts.
+Infrastructure failures give status "error" and reward None: never a silent 0.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from swerl_cli.errors import ConfigError, SandboxError
+from swerl_cli.grading.evaluate import SEMANTICS, evaluate, suspicious
+from swerl_cli.grading.logs import parse_junit, parse_pytest_log
+from swerl_cli.records import Task
+from swerl_cli.sandbox import BACKENDS, SandboxLimits, open_sandbox
+from swerl_cli.sandbox.gitops import patch_files, touched_files
+
+JUNIT_PATH = "/tmp/swerl-junit.xml"
+MODEL_PATCH = ".git/swerl-model.patch"
+TEST_PATCH = ".git/swerl-test.patch"
+APPLY = (
+    ("git apply --verbose", f"git apply --verbose {MODEL_PATCH}"),
+    ("git apply --verbose --3way", f"git apply --verbose --3way {MODEL_PATCH}"),
+    ("patch --batch --fuzz=5 -p1", f"patch --batch --fuzz=5 -p1 -i {MODEL_PATCH}"),
+)
+RESET = "git checkout -q -- . && git clean -fdq"
+TEST_LOG_CAP = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class GradeConfig:
+    """How `swerl grade` runs tests: backend, limits, timeout, parallelism."""
+
+    backend: str = "docker"
+    timeout_s: float = 1800.0
+    workers: int = 1
+    memory_mb: int = 4096
+    cpus: float = 1.0
+    pids: int = 1024
+    network: bool = False
+    run_id: str | None = None
+    repo_dir: str | None = None
+    log_tail_chars: int = 4000
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"field 'backend': {self.backend!r} is not one of {', '.join(BACKENDS)}")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"field 'timeout_s': must be > 0 seconds; got {self.timeout_s}")
+        if not 1 <= self.workers <= 256:
+            raise ConfigError(f"field 'workers': must be between 1 and 256; got {self.workers}")
+        if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16:
+            raise ConfigError("limits: memory_mb >= 64, cpus > 0 and pids >= 16 are required")
+
+    def limits(self) -> SandboxLimits:
+        """The sandbox limits this config implies."""
+        return SandboxLimits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, network=self.network)
+
+
+def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "status": status,
+        "resolved": status == "resolved",
+        "reward": None if status == "error" else (1.0 if status == "resolved" else 0.0),
+        "patch_applied": False,
+        "apply_method": None,
+        "tests": None,
+        "test_exit_code": None,
+        "log_parser": None,
+        "log_tail": "",
+        "duration_s": 0.0,
+        "error": None,
+        "semantics": SEMANTICS,
+    }
+    out.update(fields)
+    out["duration_s"] = round(time.monotonic() - t0, 3)
+    return out
+
+
+def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) -> dict[str, Any]:
+    """The `grade` object for `patch` applied to `task`; never raises for sandbox failures (status error)."""
+    t0 = time.monotonic()
+    try:
+        with open_sandbox(
+            task,
+            backend=cfg.backend,
+            limits=cfg.limits(),
+            run_id=run_id,
+            hygiene=False,
+            env={"CI": "1"},
+            repo_dir=cfg.repo_dir,
+        ) as sb:
+            return _grade_in(sb, task, patch or "", cfg, t0)
+    except SandboxError as e:
+        return _grade("error", t0, error=str(e))
+
+
+def _tail(text: str, n: int) -> str:
+    return text if len(text) <= n else text[-n:]
+
+
+def _grade_in(sb: Any, task: Task, patch: str, cfg: GradeConfig, t0: float) -> dict[str, Any]:
+    def sh(cmd: str, timeout_s: float = 300.0) -> Any:
+        res = sb.run(cmd, timeout_s)
+        if res.timed_out:
+            raise SandboxError(f"grading step timed out after {timeout_s}s: {cmd[:80]}")
+        return res
+
+    n = cfg.log_tail_chars
+    sh(f"cd {shlex.quote(sb.workdir)}")
+    method = None
+    if patch.strip():
+        sb.write_file(MODEL_PATCH, patch)
+        tried = []
+        for name, cmd in APPLY:
+            res = sh(cmd)
+            if res.exit_code == 0:
+                method = name
+                break
+            tried.append(f"$ {cmd}\n{res.output}")
+            sh(RESET)
+        if method is None:
+            return _grade("patch_failed", t0, log_tail=_tail("\n".join(tried), n))
+    files, _ = patch_files(task.test_patch)
+    restore = [
+        f"if git cat-file -e {shlex.quote(task.base_commit + ':' + f)} 2>/dev/null; then "
+        f"git checkout -q {shlex.quote(task.base_commit)} -- {shlex.quote(f)}; else rm -f -- {shlex.quote(f)}; fi"
+        for f in dict.fromkeys([*touched_files(task), *files])
+    ]
+    if restore:
+        res = sh(" && ".join(restore))
+        if res.exit_code != 0:
+            raise SandboxError(f"could not restore test files to base_commit: {res.output.strip()[-300:]}")
+    if task.test_patch.strip():
+        sb.write_file(TEST_PATCH, task.test_patch)
+        res = sh(f"git apply --verbose {TEST_PATCH}")
+        if res.exit_code != 0:
+            return _grade(
+                "error",
+                t0,
+                patch_applied=bool(method),
+                apply_method=method,
+                error=f"test_patch does not apply: {res.output.strip()[-300:]}",
+            )
+    sh(f"rm -f {JUNIT_PATH}")
+    run = sb.run(task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP)
+    common = {"patch_applied": bool(method), "apply_method": method, "log_tail": _tail(run.output, n)}
+    if run.timed_out:
+        return _grade("timeout", t0, error=f"test_cmd timed out after {cfg.timeout_s}s", **common)
+    status_map, parser = {}, "pytest-rA"
+    xml = sb.run_uncapped(f"cat {JUNIT_PATH} 2>/dev/null", 60)
+    if xml.exit_code == 0 and xml.output.strip():
+        try:
+            status_map, parser = parse_junit(xml.output, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]), "junit"
+        except Exception:  # noqa: BLE001 - a malformed XML falls back to the text log
+            status_map = {}
+    if not status_map:
+        status_map, parser = parse_pytest_log(run.output), "pytest-rA"
+    resolved, tests = evaluate(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS)
+    why = suspicious(status_map, run.exit_code)
+    common.update(tests=tests, test_exit_code=run.exit_code, log_parser=parser)
+    if why:
+        return _grade("error", t0, error=why, **common)
+    return _grade("resolved" if resolved else "unresolved", t0, **common)
