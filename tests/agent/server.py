@@ -85,8 +85,9 @@ class TinyServer:
         if not path.endswith("/chat/completions"):
             return 404, {"error": {"message": "not found"}}
         messages = body["messages"]
-        prompt = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                              tools=body.get("tools"))
+        prompt = self.tok.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, tools=body.get("tools")
+        )
         if hasattr(prompt, "keys"):
             prompt = prompt["input_ids"]
         prompt = list(prompt)
@@ -102,18 +103,29 @@ class TinyServer:
                 ids, lps = self.sample(prompt, body, max_new)
         stop = bool(ids) and ids[-1] == self.eos
         text = self.tok.decode(ids[:-1] if stop else ids, skip_special_tokens=True)
-        content = [{"token": self.tok.convert_ids_to_tokens(t), "logprob": lp, "bytes": None, "top_logprobs": []}
-                   for t, lp in zip(ids, lps, strict=True)]
+        content = [
+            {"token": self.tok.convert_ids_to_tokens(t), "logprob": lp, "bytes": None, "top_logprobs": []}
+            for t, lp in zip(ids, lps, strict=True)
+        ]
         return 200, {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "model": body.get("model"),
             "prompt_token_ids": prompt,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop" if stop else "length", "token_ids": ids,
-                         "logprobs": {"content": content}}],
-            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(ids),
-                      "total_tokens": len(prompt) + len(ids)},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop" if stop else "length",
+                    "token_ids": ids,
+                    "logprobs": {"content": content},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(ids),
+                "total_tokens": len(prompt) + len(ids),
+            },
         }
 
     def score(self, prompt: list[int], reply: str) -> tuple[list[int], list[float]]:
@@ -131,11 +143,19 @@ class TinyServer:
         if body.get("seed") is not None:
             torch.manual_seed(int(body["seed"]))
         out = self.model.generate(
-            torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long), do_sample=True,
-            temperature=float(body.get("temperature", 1.0)), top_p=float(body.get("top_p", 1.0)),
-            top_k=max(int(body.get("top_k", -1)), 0), max_new_tokens=max_new, eos_token_id=self.eos,
-            pad_token_id=self.tok.pad_token_id, return_dict_in_generate=True, output_logits=True)
-        ids = out.sequences[0, len(prompt):].tolist()
+            torch.tensor([prompt]),
+            attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+            do_sample=True,
+            temperature=float(body.get("temperature", 1.0)),
+            top_p=float(body.get("top_p", 1.0)),
+            top_k=max(int(body.get("top_k", -1)), 0),
+            max_new_tokens=max_new,
+            eos_token_id=self.eos,
+            pad_token_id=self.tok.pad_token_id,
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
+        ids = out.sequences[0, len(prompt) :].tolist()
         if self.eos in ids:
             ids = ids[: ids.index(self.eos) + 1]
         lps = torch.log_softmax(torch.stack(out.logits)[:, 0].float(), dim=-1)

@@ -17,9 +17,10 @@ STATE_FILE = f"{TOOLS_DIR}/state.json"
 EDITOR_TOOLS = ("open", "goto", "scroll_down", "scroll_up", "create", "edit", "replace", "search_file")
 TOOL_NAME = "execute"
 
-# A ```command fence, closed by a ``` on its own line (or at the very end), so ``` inside the command survives.
-_BLOCK = re.compile(r"```command[ \t]*\r?\n(.*?)(?:\r?\n)?^```[ \t]*(?:$|\Z)", re.DOTALL | re.MULTILINE)
-
+# A ```command opener at the start of a line; the block ends at the LAST ``` line after it, so fences inside a
+# heredoc (markdown written to a file) stay part of the command.
+_OPEN = re.compile(r"^```command[ \t]*\r?\n", re.MULTILINE)
+_CLOSE = re.compile(r"^```[ \t]*\r?$", re.MULTILINE)
 
 @dataclass(frozen=True, slots=True)
 class Action:
@@ -41,12 +42,14 @@ def parse_text_action(text: str) -> Action:
     >>> parse_text_action("Look.\\n```command\\nls -a\\n```").command
     'ls -a'
     """
-    blocks = _BLOCK.findall(text or "")
-    if not blocks:
+    text = text or ""
+    openers = list(_OPEN.finditer(text))
+    if len(openers) > 1:
+        return Action(None, "multiple", len(openers))
+    closes = list(_CLOSE.finditer(text, openers[0].end())) if openers else []
+    if not closes:
         return Action(None, "no_command", 0)
-    if len(blocks) > 1:
-        return Action(None, "multiple", len(blocks))
-    command = blocks[0].strip("\n")
+    command = text[openers[0].end() : closes[-1].start()].rstrip("\r\n")
     if not command.strip():
         return Action(None, "no_command", 1)
     return Action(command, None, 1)

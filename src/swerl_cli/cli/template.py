@@ -1,17 +1,65 @@
-"""`swerl check-template`: Check that a model's chat template keeps earlier turns' tokens unchanged across turns."""
+"""`swerl check-template`: check that a model's chat template keeps earlier turns' tokens unchanged across turns."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+from swerl_cli.cli._common import boundary, err_console
+from swerl_cli.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
-    app.command("check-template", help="Check that a model's chat template keeps earlier turns' tokens unchanged across turns.")(_check_template)
+    app.command(
+        "check-template",
+        help="Check that a model's chat template keeps earlier turns' tokens unchanged across turns "
+        "(exit 0), or show the first differing position (exit 1).",
+    )(_check_template)
 
 
 @boundary("check-template")
-def _check_template() -> None:
-    raise NotImplementedYetError("not implemented yet: token-exact collection lands with issue 4")
+def _check_template(
+    model: Annotated[str, typer.Argument(help="Checkpoint directory (or cached hub id) whose tokenizer to check.")],
+    conversation: Annotated[
+        str | None, typer.Option(help="JSON file with a chat (list of messages) to use instead of the built-in one.")
+    ] = None,
+) -> None:
+    import json
+
+    from swerl_cli.jsonl import dumps
+    from swerl_cli.policy.hf import load_tokenizer, render_ids
+    from swerl_cli.policy.tokens import SAMPLE_CONVERSATION, check_prefix_preserving
+
+    messages = SAMPLE_CONVERSATION
+    if conversation:
+        try:
+            messages = json.loads(open(conversation, encoding="utf-8").read())
+        except (OSError, ValueError) as e:
+            raise InputError(conversation, None, None, f"cannot read a JSON list of messages: {e}") from None
+    tok = load_tokenizer(model)
+    eos = tok.eos_token_id
+    report = check_prefix_preserving(
+        lambda msgs, gen: render_ids(tok, msgs, add_generation_prompt=gen),
+        lambda text: tok.encode(text, add_special_tokens=False) + ([eos] if eos is not None else []),
+        messages,
+    )
+    out = {
+        "model": model,
+        "prefix_preserving": report.ok,
+        "turns_checked": report.turns_checked,
+        "turn": report.turn,
+        "position": report.position,
+        "expected": report.expected,
+        "got": report.got,
+    }
+    typer.echo(dumps(out).decode(), nl=False)
+    if report.ok:
+        err_console.print(f"check-template: {model}: prefix-preserving over {report.turns_checked} turns")
+        return
+    err_console.print(
+        f"check-template: {model}: NOT prefix-preserving: before assistant turn {report.turn}, token position "
+        f"{report.position} is {tok.decode(report.got or [])!r}, expected {tok.decode(report.expected or [])!r} "
+        "(the template rewrites earlier turns; training must re-render or the records keep full prompts)"
+    )
+    raise typer.Exit(1)

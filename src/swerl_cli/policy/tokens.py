@@ -86,3 +86,22 @@ def check_prefix_preserving(
             )
             return TemplateReport(False, checked, k + 1, pos, expected[pos : pos + 8], nxt[pos : pos + 8])
     return TemplateReport(True, checked)
+
+
+# A short agent conversation for `swerl check-template`: reasoning with <think> blocks (which some templates strip
+# from earlier turns), command fences, observations with the shell prompt, and a unicode character.
+SAMPLE_CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are an autonomous software engineer working in a shell."},
+    {"role": "user", "content": "# ISSUE DESCRIPTION\nparse() drops the last field.\n(Current directory: /testbed)"},
+    {
+        "role": "assistant",
+        "content": "<think>Find parse first.</think>\nLet me look.\n```command\ngrep -rn 'def parse' .\n```",
+    },
+    {
+        "role": "user",
+        "content": "./csv.py:12:def parse(line):\n(Current directory: /testbed, current file: n/a) bash-$",
+    },
+    {"role": "assistant", "content": "<think>Open it.</think>\nOpening the file.\n```command\nopen csv.py 12\n```"},
+    {"role": "user", "content": "[File: /testbed/csv.py (20 lines total)]\n12:def parse(line):  # naïve\nbash-$"},
+    {"role": "assistant", "content": "Done.\n```command\nsubmit\n```"},
+]

@@ -1,0 +1,103 @@
+"""The in-sandbox editor tools against files in a real container (the toy example task's image)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from swerl_cli.agent.loop import AgentSettings, prepare_sandbox
+from swerl_cli.jsonl import read_records
+from swerl_cli.records import Task
+
+pytestmark = pytest.mark.docker
+TOY = Path(__file__).resolve().parents[2] / "examples" / "toy-tasks.jsonl"
+
+
+@pytest.fixture(scope="module")
+def box():
+    from swerl_cli.sandbox import open_sandbox
+
+    task = Task.from_json(next(read_records(str(TOY))))
+    with open_sandbox(task, run_id="test-agent-tools") as sb:
+        asyncio.run(prepare_sandbox(sb, AgentSettings(window=5)))
+        sb.write_file("/tmp/ed/f.py", "".join(f"line{i}\n" for i in range(1, 13)))
+        yield sb
+
+
+def run(sb, cmd: str) -> str:
+    res = sb.run(cmd, 30)
+    return res.output
+
+
+def reset(sb) -> None:
+    sb.write_file("/tmp/ed/f.py", "".join(f"line{i}\n" for i in range(1, 13)))
+
+
+def test_open_shows_numbered_window_and_goto_moves_it(box):
+    reset(box)
+    out = run(box, "cd /tmp/ed && open f.py")
+    assert out.splitlines()[:3] == ["[File: /tmp/ed/f.py (12 lines total)]", "1:line1", "2:line2"]
+    assert "(7 more lines below)" in out
+    out = run(box, "goto 10")
+    assert "(7 more lines above)" in out
+    assert "10:line10" in out
+    assert "12:line12" in out
+    assert "Current" not in out  # the prompt line is the scaffold's job, not the tool's
+    assert "scroll" not in run(box, "scroll_up")
+
+
+def test_edit_with_heredoc_replaces_the_line_range(box):
+    reset(box)
+    run(box, "open /tmp/ed/f.py")
+    out = run(box, "edit 2:3 << 'EOF'\n    indented = 1\nnew three\nEOF")
+    assert out.startswith("File updated.")
+    text = box.read_file("/tmp/ed/f.py").decode()
+    assert text.splitlines()[:4] == ["line1", "    indented = 1", "new three", "line4"]
+
+
+def test_single_line_quoted_edit_with_file_flag_and_insert(box):
+    reset(box)
+    run(box, "edit --file /tmp/ed/f.py 1:1 \"first = 'x'\"")
+    run(box, 'edit --file /tmp/ed/f.py 2:1 "inserted"')
+    lines = box.read_file("/tmp/ed/f.py").decode().splitlines()
+    assert lines[:3] == ["first = 'x'", "inserted", "line2"]
+    assert len(lines) == 13
+
+
+def test_edit_out_of_range_is_an_error_and_changes_nothing(box):
+    reset(box)
+    run(box, "open /tmp/ed/f.py")
+    out = run(box, "edit 14:14 'x'")
+    assert out.startswith("Error: START must be between 1 and 13")
+    out = run(box, "edit 5:20 'x'")
+    assert out.startswith("Error: END must be between 4 and 12")
+    assert run(box, "goto 99").startswith("Error: LINE_NUMBER must be between 1 and 12")
+    assert box.read_file("/tmp/ed/f.py").decode() == "".join(f"line{i}\n" for i in range(1, 13))
+
+
+def test_replace_needs_unique_text_unless_replace_all(box):
+    box.write_file("/tmp/ed/r.py", "a = 1\nb = a + a\n")
+    run(box, "open /tmp/ed/r.py")
+    out = run(box, 'replace "a" "z"')
+    assert "occurs 3 times" in out
+    assert box.read_file("/tmp/ed/r.py").decode() == "a = 1\nb = a + a\n"
+    out = run(box, 'replace --replace-all "a" "z"')
+    assert out.startswith("Replaced 3 occurrence(s).")
+    assert box.read_file("/tmp/ed/r.py").decode() == "z = 1\nb = z + z\n"
+
+
+def test_create_and_search_file(box):
+    out = run(box, "cd /tmp/ed && create new_mod.py")
+    assert out.splitlines() == ["[File: /tmp/ed/new_mod.py (0 lines total)]", "1:"]
+    assert run(box, "create new_mod.py").startswith("Error: File new_mod.py already exists")
+    reset(box)
+    out = run(box, "search_file line1 /tmp/ed/f.py")
+    assert out.splitlines()[0] == 'Found 4 matches for "line1" in /tmp/ed/f.py:'
+    assert "Line 12:line12" in out
+
+
+def test_state_file_tracks_the_open_file_for_the_prompt(box):
+    run(box, "open /tmp/ed/f.py")
+    assert '"file": "/tmp/ed/f.py"' in run(box, "cat /tmp/.swerl/state.json")
