@@ -21,7 +21,10 @@ setup: venv docker-engine base-image example-images tiny-model  ## everything: v
 venv: $(VENV)/.installed  ## Python venv with the package and its train + dev extras (CPU torch)
 
 $(VENV)/.installed: pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@# Debian's python3 lacks ensurepip until python3-venv is installed.
+	@test -x $(PY) || python3 -m venv $(VENV) 2>/dev/null || { rm -rf $(VENV); \
+	  echo "setup: installing python3-venv" >&2; apt-get update -qq >/dev/null \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(VENV); }
 	@# torch==2.13.0 first and in the same resolve: an unpinned torch would pull GBs of CUDA wheels.
 	DS_BUILD_OPS=0 $(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e '.[train,dev]'
 	@touch $@
@@ -42,11 +45,12 @@ tiny-model: .cache/tiny-model/config.json  ## tiny random-weight Qwen2-style mod
 
 # ---------------------------------------------------------------- quality
 lint: venv  ## ruff
-	$(VENV)/bin/ruff check src tests benchmarks scripts
-	$(VENV)/bin/ruff format --check src tests benchmarks scripts
+	$(VENV)/bin/ruff check src tests benchmarks scripts examples/*.py
+	$(VENV)/bin/ruff format --check src tests benchmarks scripts examples/*.py
 
 test: lint  ## ruff, then pytest (docker tests run for real; CI=true fails when no engine)
-	$(VENV)/bin/pytest -m "not gpu" -q $(ARGS)
+	@echo "make test: pytest -m 'not gpu' $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
+	$(VENV)/bin/pytest -m "not gpu" -q --durations=10 $(ARGS)
 
 test-gpu: venv  ## the GPU tests (needs a CUDA GPU)
 	$(VENV)/bin/pytest -m gpu -q $(ARGS)
