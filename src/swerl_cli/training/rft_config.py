@@ -1,0 +1,84 @@
+"""RftConfig: every knob of `swerl rft`, paper defaults (RFT: lr 5e-6, wd 0.1, 10 warmup + cosine, batch 64,
+1 epoch, 65k context), validated with a remedy. Free of torch so `swerl rft --help` stays light."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swerl_cli.errors import ConfigError
+from swerl_cli.training.data import TOO_LONG_POLICIES
+
+
+@dataclass(frozen=True, slots=True)
+class RftConfig:
+    """One RFT run. Field names are the CLI flags with '-' for '_'."""
+
+    model: str = ""
+    output: str = ""
+    # Optimisation (paper §4.2).
+    lr: float = 5e-6
+    weight_decay: float = 0.1
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+    grad_clip: float = 1.0
+    warmup_steps: int = 10
+    lr_schedule: str = "cosine"
+    epochs: int = 1
+    batch_size: int = 64  # sequences per optimizer step (global, over all ranks) ...
+    batch_tokens: int | None = None  # ... or tokens per optimizer step, when set
+    micro_batch_tokens: int | None = None  # token budget of one packed forward/backward per rank (max_seq_len)
+    max_steps: int | None = None  # stop early (for smoke runs)
+    seed: int = 0
+    shuffle: bool = True
+    # Data.
+    max_seq_len: int = 65536
+    too_long: str = "error"  # error | truncate | drop
+    skip_invalid: bool = False
+    mask_format_errors: bool = True  # paper Figure 2: format-error turns are not trained on
+    rerender: bool = False  # re-render with the chat template when token ids cannot be rebuilt (prefix_ok false)
+    # Engine.
+    zero_stage: int = 2
+    offload: bool = False
+    gradient_checkpointing: bool = False
+    dtype: str = "auto"
+    attn_implementation: str = "sdpa"
+    # Outputs.
+    save_every: int = 0  # steps between resumable DeepSpeed checkpoints (0: only at the end)
+    keep_checkpoints: int = 2
+    resume: bool = False
+    metrics: str | None = None  # default OUTPUT/metrics.jsonl
+    report_to: str = "none"  # none | tensorboard | wandb
+
+    def __post_init__(self) -> None:
+        def bad(field: str, msg: str) -> ConfigError:
+            return ConfigError(f"rft config: field '{field}': {msg}")
+
+        if not self.model:
+            raise bad("model", "required: a local save_pretrained dir or hub name (--model PATH)")
+        if not self.output:
+            raise bad("output", "required: the checkpoint directory to write (--output DIR)")
+        if self.lr <= 0:
+            raise bad("lr", f"must be > 0, got {self.lr}; the paper uses 5e-6")
+        if self.batch_size < 1:
+            raise bad("batch_size", f"must be >= 1, got {self.batch_size}; the paper uses 64")
+        if self.batch_tokens is not None and self.batch_tokens < 1:
+            raise bad("batch_tokens", f"must be >= 1 when set, got {self.batch_tokens}")
+        if self.max_seq_len < 2:
+            raise bad("max_seq_len", f"must be >= 2, got {self.max_seq_len}")
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < self.max_seq_len:
+            raise bad(
+                "micro_batch_tokens",
+                f"{self.micro_batch_tokens} < max_seq_len {self.max_seq_len}: a sequence must fit one micro-batch; "
+                "raise --micro-batch-tokens or lower --max-seq-len",
+            )
+        if self.too_long not in TOO_LONG_POLICIES:
+            raise bad("too_long", f"one of {', '.join(TOO_LONG_POLICIES)}, got {self.too_long!r}")
+        if self.epochs < 1:
+            raise bad("epochs", f"must be >= 1, got {self.epochs}")
+        if self.warmup_steps < 0:
+            raise bad("warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        if self.report_to not in ("none", "tensorboard", "wandb"):
+            raise bad("report_to", f"none, tensorboard or wandb, got {self.report_to!r}")
+        if self.save_every < 0:
+            raise bad("save_every", f"must be >= 0, got {self.save_every}")
