@@ -24,7 +24,7 @@ import orjson
 from swerl_cli.errors import ConfigError, InputError
 from swerl_cli.expr import compile_expr, path_getter
 from swerl_cli.jsonl import STDIN, iter_raw, iter_raw_fh, parse_raw
-from swerl_cli.records import EXIT_STATUSES, GRADE_STATUSES, _short, type_name
+from swerl_cli.records import EXIT_STATUSES, GRADE_STATUSES, KNOWN_VERSIONS, Located, _short, check_schema, type_name
 
 Write = Callable[[bytes], Any]
 Line = tuple[str, int, bytes]
@@ -258,6 +258,10 @@ class FilterResult:
     two_pass: bool = False
 
 
+# Schema tags this swerl reads; anything else goes through check_schema for its one-line error.
+_KNOWN_TAGS = frozenset(f"{name}/{v}" for name, versions in KNOWN_VERSIONS.items() for v in versions)
+
+
 def _load(name: str, n: int, raw: bytes) -> dict:
     try:
         obj = orjson.loads(raw)
@@ -265,6 +269,9 @@ def _load(name: str, n: int, raw: bytes) -> dict:
         obj = None
     if type(obj) is not dict:
         parse_raw(name, n, raw)  # raises the precise one-line error
+    tag = obj.get("schema")  # type: ignore[union-attr]
+    if tag is not None and tag not in _KNOWN_TAGS:
+        check_schema(Located(name, n, obj))
     return obj  # type: ignore[return-value]
 
 
@@ -274,7 +281,7 @@ def _whole(raw: bytes) -> bytes:
 
 def _stream(lines: Iterable[Line], pred: Callable[[dict], bool] | None, write: Write, res: FilterResult) -> None:
     """Record-wise rules only: constant memory, each kept line written as soon as it is decided."""
-    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    loads, decode_error, known_tags = orjson.loads, orjson.JSONDecodeError, _KNOWN_TAGS
     read = kept = 0
     try:
         for name, n, raw in lines:
@@ -285,6 +292,9 @@ def _stream(lines: Iterable[Line], pred: Callable[[dict], bool] | None, write: W
                 obj = None
             if type(obj) is not dict:
                 parse_raw(name, n, raw)
+            tag = obj.get("schema")
+            if tag is not None and tag not in known_tags:
+                check_schema(Located(name, n, obj))
             if pred is not None:
                 try:
                     if not pred(obj):

@@ -44,8 +44,6 @@ def test_filter_bad_input_exits_3_with_one_line_and_keeps_output(tmp_path: Path,
     out = tmp_path / "out.jsonl"
     out.write_bytes(b'{"previous": "output"}\n')
     args = ["filter", str(src), "-o", str(out), "--resolved"]
-    if case == "unknown_schema_version":
-        args = ["eval", str(src)]
     res = run_swerl(*args)
     err = res.stderr.decode()
     assert res.returncode == 3, err

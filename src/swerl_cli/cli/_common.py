@@ -24,7 +24,9 @@ INPUTS = Annotated[
 ]
 OUTPUT = Annotated[
     str | None,
-    typer.Option("--output", "-o", help="Write records to this file atomically (temp file + rename) instead of stdout."),
+    typer.Option(
+        "--output", "-o", help="Write records to this file atomically (temp file + rename) instead of stdout."
+    ),
 ]
 CONFIG = Annotated[
     str | None, typer.Option("--config", "-c", help="YAML config file; explicit flags override its values.")
