@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+from swerl_cli.cli._common import boundary, err_console
 
 app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 
 
-@app.command("prune", help="Remove leftover swerl containers by label.")
+@app.command("prune", help="Remove leftover swerl containers (label swerl.managed=1), optionally of one run only.")
 @boundary("sandbox prune")
-def _prune() -> None:
-    raise NotImplementedYetError("not implemented yet: sandboxes land with issue 3")
+def _prune(
+    run: Annotated[str | None, typer.Option("--run", help="Only containers labelled swerl.run=RUN.")] = None,
+) -> None:
+    from swerl_cli.sandbox.docker import prune
+
+    removed = prune(run)
+    err_console.print(f"swerl sandbox prune: removed {len(removed)} container(s)")

@@ -2,28 +2,98 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.jsonl import RecordWriter, read_many
 
-app = typer.Typer(help="Import SWE-bench-style rows as task records, build task images, validate tasks.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Import SWE-bench-style rows as task records, build task images, validate tasks.", no_args_is_help=True
+)
 
 
-@app.command("import", help="Read SWE-bench / SWE-rebench / SWE-Gym rows and write task records.")
+@app.command("import", help="Read SWE-bench / SWE-rebench / SWE-Gym rows (.json, .jsonl, .parquet) and write tasks.")
 @boundary("tasks import")
-def _import() -> None:
-    raise NotImplementedYetError("not implemented yet: task import lands with issue 3")
+def _import(
+    inputs: Annotated[list[str], typer.Argument(help="Row files: .jsonl(.gz), .json (array or dict), .parquet.")],
+    output: OUTPUT = None,
+    namespace: Annotated[str, typer.Option(help="Registry namespace for the SWE-bench image rule.")] = "swebench",
+    workdir: Annotated[str, typer.Option(help="Repository path in the image when a row names none.")] = "/testbed",
+) -> None:
+    from swerl_cli.tasks_import import import_row, read_rows
+
+    with RecordWriter(output) as out:
+        for path in inputs:
+            for loc in read_rows(path):
+                out.write(import_row(loc, namespace=namespace, workdir=workdir))
+    err_console.print(f"swerl tasks import: {out.count} tasks")
 
 
-@app.command("build", help="Build task images from their setup commands on a base image.")
+@app.command("build", help="Build each task's image from its setup commands on a base image (cached by image name).")
 @boundary("tasks build")
-def _build() -> None:
-    raise NotImplementedYetError("not implemented yet: image builds land with issue 3")
+def _build(
+    inputs: INPUTS = None,
+    base: Annotated[str, typer.Option(help="Base image the setup commands run on.")] = "swerl-base",
+    network: Annotated[str, typer.Option(help="Network during setup: none or host.")] = "none",
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when a matching image exists.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Stream setup output to stderr.")] = False,
+) -> None:
+    from swerl_cli.errors import ConfigError
+    from swerl_cli.records import Task, check_schema
+    from swerl_cli.sandbox.build import build_image
+
+    if network not in ("none", "host"):
+        raise ConfigError(f"--network must be none or host; got {network!r}")
+    tasks = []
+    for loc in read_many(inputs or []):
+        check_schema(loc, "swerl.task")
+        tasks.append(Task.from_json(loc))
+    seen: set[str] = set()
+    for i, task in enumerate(tasks, 1):
+        if task.image in seen:
+            continue
+        seen.add(task.image)
+        log = err_console.print if verbose else None
+        result = build_image(task, base_image=base, network=network == "host", force=force, log=log)
+        err_console.print(f"[{i}/{len(tasks)}] {task.image}: {result}")
 
 
-@app.command("validate", help="Grade gold and empty patches per task; write tasks back with a validation field.")
+@app.command("validate", help="Grade gold and empty patches R times per task; write tasks with a validation field.")
 @boundary("tasks validate")
-def _validate() -> None:
-    raise NotImplementedYetError("not implemented yet: validation lands with issue 3")
+def _validate(
+    inputs: INPUTS = None,
+    output: OUTPUT = None,
+    config: CONFIG = None,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", metavar="R", help="Runs of each patch.")] = 2,
+    workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes in parallel [default: 1].")] = None,
+    timeout: Annotated[float | None, typer.Option(metavar="S", help="test_cmd timeout in seconds.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Label for this run's containers.")] = None,
+) -> None:
+    from swerl_cli.config import resolve_config
+    from swerl_cli.errors import ConfigError
+    from swerl_cli.grading.grade import GradeConfig
+    from swerl_cli.grading.validate import validate_tasks
+    from swerl_cli.records import Task, check_schema
+
+    if repeats < 1:
+        raise ConfigError(f"--repeats must be >= 1; got {repeats}")
+    cfg = resolve_config(GradeConfig, config, workers=workers, timeout_s=timeout, run_id=run_id)
+    tasks = []
+    for loc in read_many(inputs or []):
+        check_schema(loc, "swerl.task")
+        tasks.append(Task.from_json(loc))
+    bad = 0
+    with RecordWriter(output, flush_each=True) as out:
+        for rec in validate_tasks(tasks, cfg, repeats):
+            out.write(rec)
+            v = rec["validation"]
+            bad += not v["valid"]
+            flaky = f", flaky: {', '.join(v['flaky_tests'])}" if v["flaky_tests"] else ""
+            errs = f", errors: {'; '.join(v['errors'])}" if v["errors"] else ""
+            err_console.print(
+                f"{rec['instance_id']}: {'valid' if v['valid'] else 'INVALID'} (gold {v['gold_resolved']}/{repeats},"
+                f" empty {v['empty_resolved']}/{repeats}{flaky}{errs})"
+            )
+    err_console.print(f"swerl tasks validate: {len(tasks) - bad} valid, {bad} invalid")

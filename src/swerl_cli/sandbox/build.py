@@ -1,8 +1,8 @@
 """Build a task image: run the task's `setup` commands in a container from a base image, then commit it.
 
-Images are cached by name: an existing image whose `swerl.setup` label matches the setup's hash is reused. The
-build runs with network off unless asked, ends with the git-hygiene step (so episode start takes the fast path),
-and checks that `base_commit` is what the work tree holds.
+Images are cached by name: an existing image is reused unless its `swerl.setup` label (set by this builder) names
+another recipe. The build runs with network off unless asked, ends with the git-hygiene step (so episode start
+takes the fast path), and checks that `base_commit` is what the work tree holds.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def image_status(task: Task, base_image: str) -> str:
         img = docker_client().images.get(task.image)
     except docker.errors.ImageNotFound:
         return "missing"
-    return "ok" if (img.labels or {}).get(SETUP_LABEL) == setup_hash(task, base_image) else "stale"
+    label = (img.labels or {}).get(SETUP_LABEL)
+    # An image built by other means (no label) is trusted by name; one of ours must match the recipe.
+    return "ok" if label is None or label == setup_hash(task, base_image) else "stale"
 
 
 def build_image(

@@ -70,10 +70,11 @@ def diff_command(base_commit: str, exclude: list[str]) -> str:
 # reflog, loose or packed objects unreachable from HEAD. A fingerprint file makes repeat runs (images that were
 # already cleaned, e.g. by `swerl tasks build`) cost a few git calls instead of a gc.
 HYGIENE = r"""(
-set -e
+set -e +o pipefail
 base=__BASE__
-fp() { { git rev-parse HEAD; git for-each-ref; git count-objects -v; ls .git/objects/pack .git/logs 2>/dev/null; \
-  git remote; test -e .git/objects/info/alternates && echo alt; } | sha1sum | cut -c1-40; }
+fp() { { git rev-parse HEAD; git for-each-ref; git count-objects -v; \
+  ls .git/objects/pack .git/logs 2>/dev/null || true; git remote; test -e .git/objects/info/alternates && echo alt; \
+  } | sha1sum | cut -c1-40; }
 git rev-parse -q --verify "$base^{commit}" >/dev/null || { echo "base_commit $base is not in the repository"; exit 3; }
 if [ "$(git rev-parse HEAD)" = "$base" ] && [ -f .git/swerl-clean ] && [ "$(cat .git/swerl-clean)" = "$(fp)" ]; then
   echo fast; exit 0; fi

@@ -1,0 +1,120 @@
+"""`swerl tasks import`: SWE-bench / SWE-rebench / SWE-Gym rows (JSON, JSONL, parquet) -> swerl.task/1 records.
+
+Mapping (notes/swe-formats-facts.md §4, §6): FAIL_TO_PASS/PASS_TO_PASS may be JSON strings or lists; `image` is
+taken from image -> image_name -> docker_image -> the SWE-bench rule `{namespace}/sweb.eval.x86_64.{id with __ ->
+_1776_, lower-cased}:latest`; `test_cmd` from test_cmd -> install_config.test_cmd -> pytest over the test_patch's
+files; version and created_at stay strings; every other field passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.errors import InputError
+from swerl_cli.records import Located, Task
+from swerl_cli.sandbox.gitops import patch_files
+
+NON_TEST_EXTS = (".json", ".png", ".csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+PYTEST = "python -m pytest -rA --tb=no -p no:cacheprovider --color=no"
+CONDA = "source /opt/miniconda3/bin/activate && conda activate testbed && "
+
+
+def read_rows(path: str) -> Iterator[Located]:
+    """Rows of a .jsonl(.gz), .json (array, or {id: row} dict) or .parquet file, each located for errors."""
+    from swerl_cli.jsonl import read_records
+
+    if path.endswith(".parquet"):
+        yield from _parquet_rows(path)
+    elif path.endswith(".json"):
+        import orjson
+
+        try:
+            data = orjson.loads(Path(path).read_bytes())
+        except FileNotFoundError:
+            raise InputError(path, None, None, "no such file") from None
+        except orjson.JSONDecodeError as e:
+            raise InputError(path, None, None, f"not valid JSON: {e}") from None
+        rows = list(data.values()) if isinstance(data, dict) else data
+        if not isinstance(rows, list):
+            raise InputError(path, None, None, "expected a JSON array of rows")
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise InputError(f"{path}: row {i}", None, None, "expected a JSON object")
+            yield Located(f"{path}: row {i}", None, row)  # type: ignore[arg-type]
+    else:
+        yield from read_records(path)
+
+
+def _parquet_rows(path: str) -> Iterator[Located]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(path, None, None, "reading parquet needs pyarrow: pip install 'swerl[parquet]'") from None
+    try:
+        pf = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise InputError(path, None, None, "no such file") from None
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise InputError(path, None, None, f"not a readable parquet file: {e}") from None
+    i = 0
+    for batch in pf.iter_batches(batch_size=512):
+        for row in batch.to_pylist():
+            yield Located(f"{path}: row {i}", None, row)  # type: ignore[arg-type]
+            i += 1
+
+
+def swebench_image(instance_id: str, namespace: str = "swebench") -> str:
+    """`swebench_image("sympy__sympy-20590") == "swebench/sweb.eval.x86_64.sympy_1776_sympy-20590:latest"`."""
+    return f"{namespace}/sweb.eval.x86_64.{instance_id.lower().replace('__', '_1776_')}:latest"
+
+
+def _str(loc: Located, key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and key in ("version", "created_at"):
+        return str(value)
+    raise loc.error(key, f"expected string, got {type(value).__name__}")
+
+
+def import_row(loc: Located, *, namespace: str = "swebench", workdir: str = "/testbed") -> dict[str, Any]:
+    """One dataset row -> a validated task record (dict); located one-line errors for unusable rows."""
+    row = dict(loc.obj)
+    for key in ("instance_id", "base_commit"):
+        if not isinstance(row.get(key), str) or not row[key]:
+            raise loc.error(key, "missing" if row.get(key) is None else "expected a non-empty string")
+    iid = row["instance_id"]
+    if not isinstance(row.get("repo"), str):
+        owner, _, rest = iid.partition("__")
+        if not rest:
+            raise loc.error("repo", "missing (and instance_id is not owner__repo-N)")
+        row["repo"] = f"{owner}/{rest.rsplit('-', 1)[0]}"
+    row.setdefault("problem_statement", "")
+    for key in ("version", "created_at", "problem_statement", "hints_text"):
+        if row.get(key) is not None:
+            row[key] = _str(loc, key, row[key])
+    install = row.get("install_config") if isinstance(row.get("install_config"), dict) else {}
+    image = row.get("image") or row.get("image_name") or row.get("docker_image") or swebench_image(iid, namespace)
+    row["image"] = _str(loc, "image", image)
+    row["workdir"] = row.get("workdir") or workdir
+    test_patch = row.get("test_patch") or ""
+    if not isinstance(test_patch, str):
+        raise loc.error("test_patch", "expected string")
+    files = patch_files(test_patch)[0]
+    row.setdefault("test_files", files)
+    if not row.get("test_cmd"):
+        directives = " ".join(f for f in files if not f.endswith(NON_TEST_EXTS))
+        base_cmd = install.get("test_cmd") if isinstance(install.get("test_cmd"), str) else PYTEST
+        conda = CONDA if row["image"].split("/")[0] in ("swebench", "swerebench", "xingyaoww") else ""
+        row["test_cmd"] = f"{conda}{base_cmd} {directives}".strip()
+    row.setdefault("log_parser", install.get("log_parser") or "pytest_rA")
+    for key in ("FAIL_TO_FAIL", "PASS_TO_FAIL"):
+        if isinstance(row.get(key), str):
+            import orjson
+
+            try:
+                row[key] = orjson.loads(row[key])
+            except orjson.JSONDecodeError:
+                raise loc.error(key, "a string that is not a JSON list") from None
+    return Task.from_json(Located(loc.source, loc.line, row)).to_json()
