@@ -18,22 +18,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Records own stdout; everything human goes to stderr. markup/highlight off so messages print verbatim.
 err_console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
-INPUT = Annotated[str, typer.Argument(help="Input JSONL file (.jsonl or .jsonl.gz); '-' reads stdin.")]
+INPUT = Annotated[str, typer.Argument(metavar="FILE", help="Input JSONL file (.jsonl or .jsonl.gz); '-' reads stdin.")]
 INPUTS = Annotated[
-    list[str] | None, typer.Argument(help="Input JSONL files (.jsonl or .jsonl.gz); none or '-' reads stdin.")
+    list[str] | None,
+    typer.Argument(metavar="FILES...", help="Input JSONL files (.jsonl or .jsonl.gz); none or '-' reads stdin."),
 ]
 OUTPUT = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o", help="Write records to this file atomically (temp file + rename) instead of stdout."
+        "--output",
+        "-o",
+        metavar="PATH",
+        help="Write records to this file atomically (temp file + rename) instead of stdout.",
     ),
 ]
 CONFIG = Annotated[
-    str | None, typer.Option("--config", "-c", help="YAML config file; explicit flags override its values.")
+    str | None,
+    typer.Option("--config", "-c", metavar="YAML", help="YAML config file; explicit flags override its values."),
 ]
 
 
 def debug_enabled() -> bool:
+    """SWERL_DEBUG=1 (or any value but 0/false): let errors keep their traceback."""
     return os.environ.get("SWERL_DEBUG", "") not in ("", "0", "false")
 
 
