@@ -27,8 +27,10 @@ __swerl_body() {
 }
 __swerl_run() {
   LC_ALL=C IFS= read -r -N "$1" __swerl_c
+  jobs >/dev/null 2>&1  # flush job-control notices ("[1]+ Terminated ...") so they never leak into output
   { __swerl_body; } </dev/null
   local __swerl_rc=$?
+  jobs >/dev/null 2>&1
   trap ':' USR1
   printf '%s%s %d %s\n' "$2" "$3" "$__swerl_rc" "$PWD"
 }
