@@ -1,17 +1,70 @@
-"""`swerl dapo`: One DAPO update on graded trajectory groups; writes the next checkpoint."""
+"""`swerl dapo`: one DAPO update on graded trajectory groups; writes the next checkpoint and a summary record."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from swerl_cli.cli._common import boundary
-from swerl_cli.errors import NotImplementedYetError
+from swerl_cli.cli._common import CONFIG, INPUTS, boundary, err_console
+
+HELP = (
+    "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
+    "zero-advantage samples dropped, clipped token-level loss; writes checkpoint k+1 and one summary record."
+)
+
+
+def _opt(help: str, *names: str) -> typer.models.OptionInfo:
+    return typer.Option(*names, help=help)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("dapo", help="One DAPO update on graded trajectory groups; writes the next checkpoint.")(_dapo)
+    app.command("dapo", help=HELP)(_dapo)
 
 
 @boundary("dapo")
-def _dapo() -> None:
-    raise NotImplementedYetError("not implemented yet: DAPO lands with issue 6")
+def _dapo(
+    inputs: INPUTS = None,
+    model: Annotated[str, typer.Option("--model", "-m", help="Checkpoint k: the policy that sampled the rollouts.")] = "",
+    output: Annotated[str, typer.Option("--output", "-o", help="Directory for checkpoint k+1 (written atomically).")] = "",
+    config: CONFIG = None,
+    metrics: Annotated[str | None, _opt("Metrics JSONL path (default: OUTPUT/metrics.jsonl).")] = None,
+    eps_low: Annotated[float | None, _opt("Lower clip bound eps_low (paper 0.2).")] = None,
+    eps_high: Annotated[float | None, _opt("Upper clip bound eps_high (paper 0.3 stage 1, 0.26 stage 2).")] = None,
+    group_size: Annotated[int | None, _opt("G, samples per task the run collected (>= 2; paper 10).")] = None,
+    l_thr: Annotated[int | None, _opt("Turn count from which the step penalty applies (paper 10).")] = None,
+    t_max: Annotated[int | None, _opt("The run's max turns (collect --max-turns; paper 40, then 80).")] = None,
+    std: Annotated[str | None, _opt("Group std: population or sample.")] = None,
+    adv_delta: Annotated[float | None, _opt("delta in (R - mean) / (std + delta).")] = None,
+    old_logprobs: Annotated[str | None, _opt("pi_old logprobs: trainer (recomputed) or sampler (recorded).")] = None,
+    token_norm: Annotated[str | None, _opt("Loss normaliser: action tokens of each step, or of the iteration.")] = None,
+    lr: Annotated[float | None, _opt("Learning rate (paper 1e-6, constant).")] = None,
+    batch_size: Annotated[int | None, _opt("Trajectories per optimizer step (paper 128, then 256).")] = None,
+    micro_batch_tokens: Annotated[int | None, _opt("Token budget of one packed forward/backward.")] = None,
+    max_seq_len: Annotated[int | None, _opt("Longest trajectory sequence accepted, in tokens.")] = None,
+    zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3).")] = None,
+    seed: Annotated[int | None, _opt("Seed for the step split and the engine.")] = None,
+    allow_biased_sampling: Annotated[
+        bool | None, _opt("Train on rollouts sampled with truncation or temperature != 1 (biased ratio).")
+    ] = None,
+    allow_mixed_versions: Annotated[
+        bool | None, _opt("Train on rollouts of several policy versions (off-policy).")
+    ] = None,
+) -> None:
+    from swerl_cli.config import resolve_config
+    from swerl_cli.errors import ConfigError
+    from swerl_cli.jsonl import RecordWriter, read_many
+    from swerl_cli.training import dist
+    from swerl_cli.training.dapo import run_dapo
+    from swerl_cli.training.dapo_config import DapoConfig
+
+    if not model or not output:
+        raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
+    flags = {k: v for k, v in locals().items() if k in DapoConfig.__slots__}
+    cfg = resolve_config(DapoConfig, config, **flags)
+    if dist.world_size() > 1 and (not inputs or "-" in inputs):
+        raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
+    summary = run_dapo(read_many(inputs or []), model, output, cfg, metrics_path=metrics, log=err_console.print)
+    if summary is not None:  # ranks other than 0 return None
+        with RecordWriter(None) as out:
+            out.write(summary)

@@ -1,0 +1,122 @@
+# The synchronous RL loop of the paper as make targets (included from the Makefile).
+#
+#   make rl-iter K=0            one iteration: checkpoint k -> collect G samples per task | grade -> dapo -> ckpt k+1 -> eval
+#   make rl ITERS=5             iterations 0..ITERS-1, resumable: a finished step's output is skipped
+#   make rl STAGE=2 ...         stage-2 settings (context, T_max, eps_high, batch, task pool)
+#   make rl-stage2-pool         the stage-2 pool: drop tasks solved >= 2/3 over the run history and never solved
+#
+# Layout: $(RUNS)/iter-k/{ckpt/ (checkpoint k; iteration 0 uses MODEL), graded.jsonl, dapo.json, metrics.jsonl,
+# eval-graded.jsonl, eval.json}. Every output is written under a temporary name and renamed when complete, so an
+# interrupted iteration leaves complete outputs or none, and `make rl` picks up where it stopped.
+
+MODEL ?= .cache/tiny-model
+RUNS ?= runs
+STAGE ?= 1
+TASKS ?= examples/toy-tasks.jsonl
+EVAL_TASKS ?= $(TASKS)
+G ?= 10
+PROBLEMS ?=
+ITERS ?= 1
+K ?= 0
+START ?= 0
+POLICY ?= hf
+CONCURRENCY ?= 4
+EVAL ?= 1
+EVAL_SAMPLES ?= 1
+NPROC ?= 1
+MAX_NEW_TOKENS ?= 4096
+SEED ?= 0
+VLLM ?= vllm
+VLLM_PORT ?= 8011
+VLLM_ARGS ?=
+COLLECT_ARGS ?=
+GRADE_ARGS ?=
+DAPO_ARGS ?=
+EVAL_ARGS ?=
+
+# Stage settings (paper Table 3). Override any of them on the command line.
+ifeq ($(STAGE),2)
+T_MAX ?= 80
+EPS_HIGH ?= 0.26
+BATCH ?= 256
+CONTEXT ?= 131072
+POOL ?= $(RUNS)/stage2-pool.jsonl
+else
+T_MAX ?= 40
+EPS_HIGH ?= 0.3
+BATCH ?= 128
+CONTEXT ?= 65536
+POOL ?= $(TASKS)
+endif
+L_THR ?= 10
+LR ?= 1e-6
+
+ITER_DIR = $(RUNS)/iter-$(K)
+NEXT = $(shell echo $$(( $(K) + 1 )))
+NEXT_DIR = $(RUNS)/iter-$(NEXT)
+CKPT = $(if $(filter 0,$(K)),$(MODEL),$(ITER_DIR)/ckpt)
+VLLM_URL = http://127.0.0.1:$(VLLM_PORT)
+
+# The policy flags collect gets for checkpoint $(1): `hf` loads it in-process (CPU path); `vllm-server` restarts a
+# `vllm serve` on it (generation config pinned to vLLM's neutral defaults so no HF top-k/top-p leaks in, paper §5.2).
+ifeq ($(POLICY),vllm-server)
+policy_flags = --policy openai --model $(1) --base-url $(VLLM_URL)/v1
+serve = bash scripts/rl-vllm.sh restart $(1) $(VLLM_PORT) $(RUNS)/vllm $(VLLM) $(VLLM_ARGS)
+unserve = bash scripts/rl-vllm.sh stop - $(VLLM_PORT) $(RUNS)/vllm
+else
+policy_flags = --policy $(POLICY) --model $(1)
+serve = true
+unserve = true
+endif
+
+.PHONY: rl rl-iter rl-collect rl-update rl-eval rl-stage2-pool rl-status
+
+rl:  ## RL loop: ITERS iterations from START (resumable; see mk/rl.mk for variables)
+	@set -e; for k in $$(seq $(START) $$(( $(START) + $(ITERS) - 1 ))); do $(MAKE) --no-print-directory rl-iter K=$$k; done
+
+rl-iter: rl-collect rl-update rl-eval  ## one RL iteration K: collect | grade -> dapo -> eval of checkpoint K+1
+
+# 1. Rollouts of checkpoint k, graded: collect G samples per task | grade -> iter-k/graded.jsonl
+rl-collect:
+	@mkdir -p $(ITER_DIR)
+	@if [ -s $(ITER_DIR)/graded.jsonl ]; then echo "rl: $(ITER_DIR)/graded.jsonl exists, skipping rollouts"; else \
+	  set -eo pipefail; test -e $(CKPT)/config.json || { echo "rl: checkpoint $(CKPT) missing" >&2; exit 1; }; \
+	  $(call serve,$(CKPT)); \
+	  if [ -n "$(PROBLEMS)" ]; then shuf -n $(PROBLEMS) --random-source=<(yes $(SEED)-$(K)) $(POOL); else cat $(POOL); fi \
+	  | $(SWERL) collect $(call policy_flags,$(CKPT)) --samples $(G) --run iter-$(K) --max-turns $(T_MAX) \
+	      --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) --concurrency $(CONCURRENCY) \
+	      --seed $(SEED)$(K) $(COLLECT_ARGS) \
+	  | $(SWERL) grade --concurrency $(CONCURRENCY) $(GRADE_ARGS) > $(ITER_DIR)/.graded.jsonl.tmp; \
+	  mv $(ITER_DIR)/.graded.jsonl.tmp $(ITER_DIR)/graded.jsonl; fi
+
+# 2. The DAPO update: iter-k/graded.jsonl + checkpoint k -> iter-(k+1)/ckpt (swerl dapo writes it atomically)
+rl-update: rl-collect
+	@if [ -e $(NEXT_DIR)/ckpt/config.json ]; then echo "rl: $(NEXT_DIR)/ckpt exists, skipping update"; else \
+	  set -eo pipefail; $(unserve); mkdir -p $(NEXT_DIR); \
+	  $(SWERL) dapo --model $(CKPT) --output $(NEXT_DIR)/ckpt --metrics $(ITER_DIR)/metrics.jsonl \
+	    --group-size $(G) --t-max $(T_MAX) --l-thr $(L_THR) --eps-high $(EPS_HIGH) --batch-size $(BATCH) \
+	    --lr $(LR) --max-seq-len $(CONTEXT) --nproc $(NPROC) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
+	    > $(ITER_DIR)/.dapo.json.tmp; \
+	  mv $(ITER_DIR)/.dapo.json.tmp $(ITER_DIR)/dapo.json; fi
+
+# 3. Held-out evaluation of checkpoint k+1 (EVAL=0 skips it)
+rl-eval: rl-update
+	@if [ "$(EVAL)" = "0" ] || [ -s $(NEXT_DIR)/eval.json ]; then true; else \
+	  set -eo pipefail; $(call serve,$(NEXT_DIR)/ckpt); \
+	  $(SWERL) collect $(call policy_flags,$(NEXT_DIR)/ckpt) --samples $(EVAL_SAMPLES) --run eval-$(NEXT) \
+	      --max-turns $(T_MAX) --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) \
+	      --concurrency $(CONCURRENCY) --seed $(SEED) $(COLLECT_ARGS) $(EVAL_TASKS) \
+	  | $(SWERL) grade --concurrency $(CONCURRENCY) $(GRADE_ARGS) > $(NEXT_DIR)/.eval-graded.jsonl.tmp; \
+	  mv $(NEXT_DIR)/.eval-graded.jsonl.tmp $(NEXT_DIR)/eval-graded.jsonl; \
+	  $(SWERL) eval --json $(EVAL_ARGS) $(NEXT_DIR)/eval-graded.jsonl > $(NEXT_DIR)/.eval.json.tmp; \
+	  mv $(NEXT_DIR)/.eval.json.tmp $(NEXT_DIR)/eval.json; fi
+
+rl-stage2-pool:  ## stage-2 task pool: drop tasks solved >= 2/3 over all iterations and tasks never solved
+	@set -eo pipefail; cat $(RUNS)/iter-*/graded.jsonl \
+	  | $(SWERL) filter --solve-rate '>0' --solve-rate '<0.6667' --unique-tasks > $(RUNS)/.stage2-pool.jsonl.tmp
+	@mv $(RUNS)/.stage2-pool.jsonl.tmp $(RUNS)/stage2-pool.jsonl
+	@echo "rl: $$(wc -l < $(RUNS)/stage2-pool.jsonl) tasks in $(RUNS)/stage2-pool.jsonl"
+
+rl-status:  ## per-iteration rewards and steps of the RL run in RUNS
+	@for f in $(RUNS)/iter-*/dapo.json; do [ -e "$$f" ] && $(PY) -c 'import json,sys; d=json.load(open(sys.argv[1])); \
+	  print(sys.argv[1], "mean_reward=%.3f resolved=%.3f steps=%d kept=%d" % (d["reward_mean"], d["resolved_rate"], d["steps"], d["counts"]["samples_kept"]))' "$$f"; done; true

@@ -1,0 +1,319 @@
+"""One DAPO update (paper §3.2, §4.3): graded groups of checkpoint k -> checkpoint k+1, on the shared TrainEngine.
+
+    select_samples (advantages.py): R_final = test reward + step penalty; A = (R - mean_G)/(std_G + delta);
+                                    zero-advantage samples dropped (no refill), infra errors excluded
+    theta_old pass:                 no-grad forward over every kept sequence -> trainer logprobs; their mean
+                                    |diff| to the sampler's logprobs is logged (decoding-bias guard, §5.2)
+    1 epoch:                        kept samples shuffled into steps of `batch_size` trajectories; each step is one
+                                    AdamW update of the clipped token-level loss (losses.dapo_policy_loss) summed over
+                                    the step's action tokens and divided by their count (token_norm=step) or by the
+                                    iteration's (token_norm=iteration); no KL, no entropy, no reference model
+    export:                         save_pretrained dir written to OUTPUT.partial, renamed to OUTPUT when complete
+
+Every choice the paper leaves open is a DapoConfig field, documented in docs/training.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.config import config_to_dict
+from swerl_cli.errors import InputError
+from swerl_cli.records import SUMMARY, Located, schema_tag
+from swerl_cli.training import dist
+from swerl_cli.training.advantages import Selection, select_samples
+from swerl_cli.training.dapo_config import DapoConfig
+
+Log = Callable[[str], None]
+
+
+def _stats(values: list[float]) -> dict[str, float | None]:
+    """mean / std (population) / min / max of a list; Nones when empty."""
+    if not values:
+        return {"mean": None, "std": None, "min": None, "max": None}
+    m = sum(values) / len(values)
+    return {
+        "mean": m,
+        "std": math.sqrt(sum((v - m) ** 2 for v in values) / len(values)),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def previous_logprob_diff(model: str) -> float | None:
+    """The trainer-vs-sampler logprob gap recorded by the update that produced `model`, if any."""
+    from swerl_cli.training.engine import RUN_CONFIG_FILE
+
+    path = Path(model) / RUN_CONFIG_FILE
+    try:
+        value = json.loads(path.read_text()).get("dapo", {}).get("logprob_diff")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def run_dapo(
+    records: Iterable[Located],
+    model: str,
+    output: str,
+    cfg: DapoConfig,
+    metrics_path: str | None = None,
+    log: Log | None = None,
+) -> dict[str, Any] | None:
+    """Run one DAPO update; returns the swerl.summary/1 record on rank 0 and None on other ranks."""
+    # stdout carries records only: DeepSpeed and transformers print notes, so send them to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        return _run_dapo(records, model, output, cfg, metrics_path, log or (lambda _m: None))
+
+
+def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], dict[int, float], int]:
+    """Kept graded records -> training samples (all action tokens trainable), advantages keyed by sample object."""
+    from swerl_cli.training.data import DataStats, fit_length, trajectory_to_sample
+    from swerl_cli.training.rft import load_tokenizer
+
+    tok = load_tokenizer(model)
+    stats = DataStats()
+    samples, adv = [], {}
+    for s in sel.samples:
+        # RL trains every action token, format errors included (the paper masks them only in RFT).
+        sample = trajectory_to_sample(s.loc, tok, mask_format_errors=False, stats=stats)
+        fit_length(sample, cfg.max_seq_len, "error")
+        if cfg.old_logprobs == "sampler" and not sample.has_logprobs:
+            raise s.loc.error(
+                "turns", "no sampler logprobs recorded: pass --old-logprobs trainer to recompute pi_old"
+            )
+        samples.append(sample)
+        adv[id(sample)] = s.advantage
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    return samples, adv, pad
+
+
+def _run_dapo(
+    records: Iterable[Located], model: str, output: str, cfg: DapoConfig, metrics_path: str | None, log: Log
+) -> dict[str, Any] | None:
+    from swerl_cli.training.batching import collate, plan_steps
+    from swerl_cli.training.engine import EngineConfig, TrainEngine
+
+    sel = select_samples(records, cfg)
+    c = sel.counts
+    if c["samples"] == 0:
+        raise InputError(None, None, None, f"no gradeable trajectories ({c['records']} records read, all excluded)")
+    samples, adv_of, pad = _load_kept(sel, model, cfg)
+    dist.ensure_dist_env()
+    rank, world = dist.rank(), dist.world_size()
+    out = Path(output)
+    partial = out.with_name(out.name + ".partial")
+    if dist.is_main() and partial.exists():
+        shutil.rmtree(partial)
+    plans = plan_steps(
+        samples,
+        world_size=world,
+        micro_batch_tokens=max(cfg.micro_batch_tokens, max((len(s) for s in samples), default=1)),
+        batch_size=cfg.batch_size,
+        seed=cfg.seed,
+        shuffle=cfg.shuffle,
+    )
+    log(
+        f"dapo: {c['samples']} samples in {c['groups']} groups ({c['excluded_grade_error']} grade errors, "
+        f"{c['excluded_collect_error']} collect errors excluded); kept {c['samples_kept']}, dropped "
+        f"{c['samples_dropped_zero_adv']} zero-advantage samples ({c['groups_dropped']} whole groups); "
+        f"{len(plans)} optimizer steps"
+    )
+    engine = TrainEngine.from_config(EngineConfig.from_stage(cfg, model=model), total_steps=len(plans))
+    metrics_file = Path(metrics_path) if metrics_path else partial / "metrics.jsonl"
+    prev_diff = previous_logprob_diff(model)
+    fh = None
+    try:
+        if dist.is_main():
+            metrics_file.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(metrics_file, "w")  # noqa: SIM115 - closed in finally
+        diff_by_step = _old_logprob_pass(engine, plans, samples, rank, pad, cfg)
+        total = {"tokens": 0.0, "ratio_sum": 0.0, "clip_low": 0.0, "clip_high": 0.0, "loss_sum": 0.0}
+        ratio_max, ratio_min = -math.inf, math.inf
+        iter_tokens = float(sum(p.n_trainable for p in plans))
+        last: dict[str, Any] = {}
+        t_run = time.perf_counter()
+        for plan in plans:
+            mine = [collate([samples[i] for i in mb], pad) for mb in plan.micro[rank]]
+            mine += [collate([], pad)] * (plan.n_micro - len(mine))
+            norm = float(plan.n_trainable) if cfg.token_norm == "step" else iter_tokens
+            extremes: list[float] = []
+            t0 = time.perf_counter()
+            s = engine.train_step(mine, _loss_fn(adv_of, cfg, norm, extremes))
+            dt = time.perf_counter() - t0
+            hi, lo = _reduce_extremes(extremes, engine.device)
+            ratio_max, ratio_min = max(ratio_max, hi), min(ratio_min, lo)
+            for k in total:
+                total[k] += s[k]
+            step_adv = [adv_of[id(samples[i])] for r in plan.micro for mb in r for i in mb]
+            n = max(s["tokens"], 1.0)
+            last = {
+                "step": plan.index + 1,
+                "loss": s["loss_sum"] / n,
+                "lr": s["lr"],
+                "grad_norm": s["grad_norm"],
+                "tokens": int(s["tokens"]),
+                "samples": plan.n_samples,
+                "ratio_mean": s["ratio_sum"] / n,
+                "ratio_max": hi,
+                "ratio_min": lo,
+                "clip_frac_low": s["clip_low"] / n,
+                "clip_frac_high": s["clip_high"] / n,
+                "adv_mean": _stats(step_adv)["mean"],
+                "logprob_diff": diff_by_step[plan.index],
+                "step_s": dt,
+                "elapsed_s": time.perf_counter() - t_run,
+            }
+            if fh is not None:
+                fh.write(json.dumps(last) + "\n")
+                fh.flush()
+            log(
+                f"dapo step {last['step']}/{len(plans)}  loss {last['loss']:+.4f}  grad {last['grad_norm']:.3f}  "
+                f"ratio {last['ratio_mean']:.4f}  clip low/high {last['clip_frac_low']:.3f}/"
+                f"{last['clip_frac_high']:.3f}  {last['tokens']} tokens"
+            )
+        diff = _mean_diff(diff_by_step)
+        warning = _diff_warning(diff, prev_diff, cfg)
+        if warning:
+            log(f"dapo: WARNING {warning}")
+        n = max(total["tokens"], 1.0)
+        summary_stats = {
+            "reward_mean": _stats(sel.rewards)["mean"],
+            "resolved_rate": _stats(sel.test_rewards)["mean"],
+            "advantage": {**_stats(sel.advantages), "positive": sum(a > 0 for a in sel.advantages)},
+            "ratio": {"mean": total["ratio_sum"] / n if plans else None, "max": _finite(ratio_max),
+                      "min": _finite(ratio_min)},
+            "clip_frac_low": total["clip_low"] / n if plans else None,
+            "clip_frac_high": total["clip_high"] / n if plans else None,
+            "logprob_diff": diff,
+            "logprob_diff_prev": prev_diff,
+            "warning": warning,
+        }
+        run_config = {
+            **config_to_dict(cfg),
+            "model": model,
+            "world_size": world,
+            "dapo": {"logprob_diff": diff, "policy_version": sel.version, "steps": len(plans)},
+        }
+        engine.export(partial, run_config)
+    finally:
+        if fh is not None:
+            fh.close()
+        dist.shutdown()
+    if not dist.is_main():
+        return None
+    if out.exists():
+        shutil.rmtree(out)
+    partial.rename(out)
+    if not metrics_path:
+        metrics_file = out / "metrics.jsonl"
+    return {
+        "schema": schema_tag(SUMMARY),
+        "kind": "dapo",
+        "checkpoint": str(out),
+        "model": model,
+        "steps": len(plans),
+        "tokens": int(total["tokens"]),
+        "final_loss": last.get("loss"),
+        "metrics_file": str(metrics_file),
+        "counts": c,
+        **summary_stats,
+        "policy_version": sel.version,
+        "config": run_config,
+    }
+
+
+def _loss_fn(adv_of: dict[int, float], cfg: DapoConfig, norm: float, extremes: list[float]):
+    """The engine's per-micro-batch loss: DAPO loss of the packed row with per-token advantages."""
+    from swerl_cli.training.losses import dapo_policy_loss
+
+    def loss_fn(logp: Any, batch: Any) -> tuple[Any, dict[str, float]]:
+        import torch
+
+        per_sample = torch.tensor([adv_of[id(s)] for s in batch.samples] + [0.0], dtype=logp.dtype)
+        idx = batch.sample_index.clone()
+        idx[idx < 0] = len(batch.samples)  # the dummy row of an idle rank points at the trailing 0.0
+        adv = per_sample.to(logp.device)[idx]  # (1, T)
+        loss, st = dapo_policy_loss(logp, batch.old_logprobs, adv, batch.loss_mask, cfg.eps_low, cfg.eps_high, norm)
+        if st["tokens"] > 0:
+            extremes.extend([float(st["ratio_max"]), -float(st["ratio_min"])])
+        keys = ("tokens", "ratio_sum", "clip_low", "clip_high", "loss_sum")
+        return loss, {k: float(st[k]) for k in keys}
+
+    return loss_fn
+
+
+def _reduce_extremes(extremes: list[float], device: str) -> tuple[float, float]:
+    """(max ratio, min ratio) over this step's micro-batches and all ranks."""
+    hi = max(extremes[0::2], default=-math.inf)
+    neg_lo = max(extremes[1::2], default=-math.inf)
+    if dist.world_size() > 1:
+        import torch
+
+        t = torch.tensor([hi, neg_lo], dtype=torch.float64, device=device)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        hi, neg_lo = t.tolist()
+    return hi, -neg_lo
+
+
+def _old_logprob_pass(engine: Any, plans: list[Any], samples: list[Any], rank: int, pad: int, cfg: DapoConfig):
+    """No-grad forward with theta_old over every kept sequence: per-step mean |trainer - sampler| logprob gap.
+
+    With old_logprobs=trainer the recomputed values replace the samples' logprobs (pi_old of the ratio).
+    """
+    import torch
+
+    from swerl_cli.training.batching import collate
+    from swerl_cli.training.losses import masked_abs_diff_sum
+
+    diffs: list[tuple[float, float]] = []
+    for plan in plans:
+        mine = [collate([samples[i] for i in mb], pad) for mb in plan.micro[rank]]
+        mine += [collate([], pad)] * (plan.n_micro - len(mine))
+        gap, count = 0.0, 0.0
+        for mb in mine:
+            with torch.no_grad():
+                logp = engine.forward_logprobs(mb).float().cpu()  # (1, T)
+            for k, s in enumerate(mb.samples):
+                sel = mb.sample_index[0] == k
+                mine_lp = logp[0, sel]
+                if s.has_logprobs:
+                    mask = torch.tensor(s.loss_mask, dtype=torch.float32)
+                    g, n = masked_abs_diff_sum(mine_lp, torch.tensor(s.logprobs), mask)
+                    gap, count = gap + g, count + n
+                if cfg.old_logprobs == "trainer":
+                    s.logprobs = mine_lp.tolist()
+        gap, count = dist.all_reduce_sum([gap, count], engine.device)
+        diffs.append((gap, count))
+    return [g / n if n > 0 else None for g, n in diffs] if diffs else []
+
+
+def _mean_diff(per_step: list[float | None]) -> float | None:
+    vals = [v for v in per_step if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _diff_warning(diff: float | None, prev: float | None, cfg: DapoConfig) -> str | None:
+    """Say why the trainer-vs-sampler gap looks wrong (absolute level, or a jump from the previous iteration)."""
+    if diff is None:
+        return None
+    if diff > cfg.logprob_diff_warn:
+        return (
+            f"mean |logprob(trainer) - logprob(sampler)| = {diff:.4f} > {cfg.logprob_diff_warn}: the sampler may "
+            "truncate or reshape decoding (check the server's generation config) or run another checkpoint"
+        )
+    if prev is not None and prev > 1e-4 and diff > cfg.logprob_diff_jump * prev:
+        return f"mean |logprob(trainer) - logprob(sampler)| jumped from {prev:.4f} to {diff:.4f}"
+    return None
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
