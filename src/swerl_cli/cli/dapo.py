@@ -25,8 +25,8 @@ def register(app: typer.Typer) -> None:
 @boundary("dapo")
 def _dapo(
     inputs: INPUTS = None,
-    model: Annotated[str, typer.Option("--model", "-m", help="Checkpoint k: the policy that sampled the rollouts.")] = "",
-    output: Annotated[str, typer.Option("--output", "-o", help="Directory for checkpoint k+1 (written atomically).")] = "",
+    model: Annotated[str, _opt("Checkpoint k: the policy that sampled the rollouts.", "--model", "-m")] = "",
+    output: Annotated[str, _opt("Directory for checkpoint k+1 (written atomically).", "--output", "-o")] = "",
     config: CONFIG = None,
     metrics: Annotated[str | None, _opt("Metrics JSONL path (default: OUTPUT/metrics.jsonl).")] = None,
     eps_low: Annotated[float | None, _opt("Lower clip bound eps_low (paper 0.2).")] = None,
