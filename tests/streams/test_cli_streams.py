@@ -123,3 +123,16 @@ def test_filter_into_head_exits_quietly(tmp_path: Path) -> None:
     assert orjson.loads(lines[0])["id"] == "t0/r1/0"
     assert lines[-1] == "rc=0"
     assert res.stderr == b""
+
+
+def test_truncated_gzip_is_one_line_exit_3(tmp_path: Path) -> None:
+    import gzip
+
+    src = tmp_path / "runs.jsonl.gz"
+    src.write_bytes(gzip.compress(GOOD * 50)[:-30])
+    res = run_swerl("filter", str(src))
+    err = res.stderr.decode()
+    assert res.returncode == 3
+    assert err.startswith(f"swerl filter: {src}:")
+    assert "cannot read" in err
+    assert len(err.splitlines()) == 1

@@ -23,6 +23,7 @@ LAYERS = {
     "grading": 4,
     "filtering": 4,
     "collect": 4,
+    "tasks_import": 4,
     "training": 5,
     "evaluation": 5,
     "cli": 6,
