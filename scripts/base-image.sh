@@ -7,7 +7,8 @@ MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 log() { echo "setup: $*" >&2; }
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then exit 0; fi
 if ! command -v debootstrap >/dev/null 2>&1; then
-  log "installing debootstrap"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  log "installing debootstrap"; apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 fi
 root=$(mktemp -d /tmp/swerl-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT
