@@ -6,6 +6,7 @@ IMAGE="${SWERL_BASE_IMAGE:-swerl-base}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 log() { echo "setup: $*" >&2; }
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then exit 0; fi
+if [ "$(id -u)" != 0 ]; then log "building $IMAGE needs root (debootstrap + chroot); re-run as root"; exit 1; fi
 if ! command -v debootstrap >/dev/null 2>&1; then
   log "installing debootstrap"; apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
