@@ -1,0 +1,250 @@
+"""`swerl grade` against the real engine on the example tasks and the toy task."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import orjson
+import pytest
+
+from swerl_cli.grading.engine import grade_records
+from swerl_cli.grading.grade import GradeConfig, grade_patch
+from swerl_cli.records import Located, Task
+from tests.conftest import ROOT, run_swerl
+
+pytestmark = pytest.mark.docker
+BAD_PATCH = "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n"
+
+
+def _containers(label: str) -> list[str]:
+    return subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True
+    ).stdout.split()
+
+
+def _traj(task: dict, tag: str, patch: str) -> dict:
+    return {
+        "schema": "swerl.trajectory/1",
+        "id": f"{task['instance_id']}/{tag}",
+        "instance_id": task["instance_id"],
+        "run": tag,
+        "sample": 0,
+        "task": task,
+        "patch": patch,
+        "extra_field": [1, {"kept": True}],
+    }
+
+
+def _write(path, records) -> None:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+
+
+def test_gold_resolves_every_example_and_empty_none(example_tasks, toy, tmp_path) -> None:
+    tasks = [*example_tasks, toy]
+    _write(
+        tmp_path / "in.jsonl",
+        [_traj(t, k, t["patch"] if k == "gold" else "") for t in tasks for k in ("gold", "empty")],
+    )
+    res = run_swerl(
+        "grade",
+        str(tmp_path / "in.jsonl"),
+        "--workers",
+        "3",
+        "--report",
+        str(tmp_path / "r.json"),
+        "--run-id",
+        "pytest-examples",
+    )
+    assert res.returncode == 0, res.stderr.decode()
+    out = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert len(out) == 2 * len(tasks)
+    for rec in out:
+        g = rec["grade"]
+        assert rec["schema"] == "swerl.graded/1"
+        assert rec["extra_field"] == [1, {"kept": True}]
+        if rec["run"] == "gold":
+            assert g["status"] == "resolved", (rec["id"], g["error"], g["log_tail"][-500:])
+            assert g["reward"] == 1.0
+            assert g["apply_method"] == "git apply --verbose"
+            assert not g["tests"]["FAIL_TO_PASS"]["failure"]
+        else:
+            assert g["status"] == "unresolved", (rec["id"], g["error"])
+            assert g["reward"] == 0.0
+            assert g["tests"]["FAIL_TO_PASS"]["failure"]
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert report["resolved_instances"] == len(tasks)
+    assert report["empty_patch_instances"] == len(tasks)
+    assert report["error_instances"] == 0
+    assert _containers("swerl.run=pytest-examples") == []
+
+
+def test_non_applying_patch_is_patch_failed(toy_t: Task) -> None:
+    g = grade_patch(toy_t, BAD_PATCH, GradeConfig(), "pytest-pf")
+    assert g["status"] == "patch_failed"
+    assert g["reward"] == 0.0
+    assert g["patch_applied"] is False
+    assert "nope.py" in g["log_tail"]
+
+
+def test_fuzzy_fallback_applies_a_shifted_patch(toy_t: Task) -> None:
+    # A context line that does not match the file: git apply refuses, patch applies with fuzz.
+    fuzzy = toy_t.patch.replace(" def mul(a, b):", " def mul(x, y):")
+    assert fuzzy != toy_t.patch
+    g = grade_patch(toy_t, fuzzy, GradeConfig(), "pytest-fuzz")
+    assert g["status"] == "resolved", g["log_tail"]
+    assert g["apply_method"] in ("git apply --verbose --3way", "patch --batch --fuzz=5 -p1")
+
+
+def test_hanging_test_cmd_times_out_and_leaves_no_container(toy_t: Task) -> None:
+    hang = Task(**{**_fields(toy_t), "test_cmd": "sleep 600"})
+    g = grade_patch(hang, toy_t.patch, GradeConfig(timeout_s=2), "pytest-hang")
+    assert g["status"] == "timeout"
+    assert g["reward"] == 0.0
+    assert _containers("swerl.run=pytest-hang") == []
+
+
+def test_grading_twice_gives_the_same_result(toy_t: Task) -> None:
+    a = grade_patch(toy_t, toy_t.patch, GradeConfig(), "pytest-det")
+    b = grade_patch(toy_t, toy_t.patch, GradeConfig(), "pytest-det")
+    for g in (a, b):
+        g.pop("duration_s")
+        g["log_tail"] = g["log_tail"].split("in ")[0]  # pytest prints its own timing
+    assert a == b
+
+
+def _fields(t: Task) -> dict:
+    return {
+        k: getattr(t, k)
+        for k in (
+            "instance_id",
+            "repo",
+            "base_commit",
+            "problem_statement",
+            "image",
+            "workdir",
+            "test_cmd",
+            "test_patch",
+            "patch",
+            "FAIL_TO_PASS",
+            "PASS_TO_PASS",
+            "setup",
+        )
+    }
+
+
+def test_container_killed_from_outside_is_error_and_others_still_graded(toy: dict) -> None:
+    victim = {**toy, "instance_id": "toy__victim-1", "test_cmd": "sleep 60"}
+    recs = [Located("in", i, _traj(t, str(i), toy["patch"])) for i, t in enumerate([toy, victim, toy])]
+
+    def killer() -> None:
+        for _ in range(300):
+            ids = _containers("swerl.instance=toy__victim-1")
+            if ids:
+                time.sleep(1.0)
+                subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
+                return
+            time.sleep(0.1)
+
+    th = threading.Thread(target=killer)
+    th.start()
+    out = list(grade_records(recs, GradeConfig(workers=3, timeout_s=120, run_id="pytest-kill")))
+    th.join()
+    by = {r["id"]: r["grade"] for r in out}
+    assert by["toy__victim-1/1"]["status"] == "error"
+    assert by["toy__victim-1/1"]["reward"] is None
+    assert by["toy__victim-1/1"]["error"]
+    assert by["toy__calc-1/0"]["status"] == "resolved"
+    assert by["toy__calc-1/2"]["status"] == "resolved"
+
+
+def test_sigint_during_parallel_grade_exits_130_and_cleans_up(toy: dict, tmp_path) -> None:
+    slow = {**toy, "test_cmd": "sleep 120"}
+    recs = [_traj(toy, "fast0", toy["patch"]), *[_traj(slow, f"slow{i}", toy["patch"]) for i in range(6)]]
+    recs[1:1] = [_traj(toy, "fast1", "")]
+    _write(tmp_path / "in.jsonl", recs)
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "swerl_cli",
+            "grade",
+            str(tmp_path / "in.jsonl"),
+            "-o",
+            str(out),
+            "--workers",
+            "4",
+            "--run-id",
+            "pytest-sigint",
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not out.exists() or out.read_bytes().count(b"\n") < 2):
+        time.sleep(0.2)
+    assert out.read_bytes().count(b"\n") == 2
+    assert _containers("swerl.run=pytest-sigint")  # the slow ones are running
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
+    assert _containers("swerl.run=pytest-sigint") == []
+    lines = out.read_bytes().splitlines()
+    assert len(lines) == 2
+    assert {orjson.loads(line)["grade"]["status"] for line in lines} == {"resolved", "unresolved"}
+
+
+def test_predictions_with_tasks_and_resume(toy: dict, tmp_path) -> None:
+    _write(tmp_path / "tasks.jsonl", [toy])
+    preds = [
+        {"instance_id": toy["instance_id"], "model_name_or_path": "m1", "model_patch": toy["patch"]},
+        {"instance_id": toy["instance_id"], "model_name_or_path": "m2", "model_patch": None},
+    ]
+    _write(tmp_path / "p.jsonl", preds[:1])
+    out = tmp_path / "out.jsonl"
+    args = ["--tasks", str(tmp_path / "tasks.jsonl"), "-o", str(out)]
+    assert run_swerl("grade", str(tmp_path / "p.jsonl"), *args).returncode == 0
+    _write(tmp_path / "p.jsonl", preds)
+    res = run_swerl("grade", str(tmp_path / "p.jsonl"), *args, "--resume", "--report", str(tmp_path / "r.json"))
+    assert res.returncode == 0, res.stderr.decode()
+    rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert [r["id"] for r in rows] == [f"{toy['instance_id']}/m1", f"{toy['instance_id']}/m2"]
+    assert [r["grade"]["status"] for r in rows] == ["resolved", "unresolved"]
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert report["resolved_ids"] == [f"{toy['instance_id']}/m1"]
+    assert report["empty_patch_ids"] == [f"{toy['instance_id']}/m2"]
+
+
+@pytest.mark.parametrize(
+    ("row", "needle"),
+    [
+        ({"instance_id": "toy__calc-1", "model_name_or_path": "m", "model_patch": 5}, "field 'model_patch'"),
+        ({"instance_id": "nope__x-1", "model_name_or_path": "m", "model_patch": ""}, "field 'instance_id': no task"),
+        ({"model_name_or_path": "m", "model_patch": ""}, "field 'instance_id': missing"),
+    ],
+)
+def test_bad_prediction_row_is_one_line_error(toy: dict, tmp_path, row: dict, needle: str) -> None:
+    _write(tmp_path / "tasks.jsonl", [toy])
+    good = {"instance_id": "toy__calc-1", "model_name_or_path": "m0", "model_patch": "x"}
+    (tmp_path / "p.jsonl").write_bytes(orjson.dumps(good) + b"\n" + orjson.dumps(row) + b"\n")
+    res = run_swerl("grade", str(tmp_path / "p.jsonl"), "--tasks", str(tmp_path / "tasks.jsonl"))
+    err = res.stderr.decode().strip().splitlines()
+    assert res.returncode == 3
+    assert len(err) == 1, err
+    assert f"p.jsonl:2: {needle}" in err[0]
+    assert "Traceback" not in res.stderr.decode()
+
+
+def test_tasks_validate_marks_toy_valid(toy: dict, tmp_path) -> None:
+    _write(tmp_path / "tasks.jsonl", [toy])
+    res = run_swerl("tasks", "validate", str(tmp_path / "tasks.jsonl"), "--repeats", "1", "--workers", "2")
+    assert res.returncode == 0, res.stderr.decode()
+    (rec,) = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert rec["validation"]["valid"] is True
+    assert rec["validation"]["gold_resolved"] == 1
+    assert rec["validation"]["empty_resolved"] == 0
+    assert rec["instance_id"] == toy["instance_id"]
