@@ -107,9 +107,9 @@ JUNIT1 = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="p
 <testcase classname="tests.test_x" name="test_ok" file="tests/test_x.py" line="1" time="0"/>
 <testcase classname="tests.test_x.TestC" name="test_m[a b]" file="tests/test_x.py" line="5" time="0">
 <failure message="boom">x</failure></testcase>
-<testcase classname="tests.test_x" name="test_s" file="tests/test_x.py" line="9"><skipped type="pytest.skip"/></testcase>
-<testcase classname="tests.test_x" name="test_xf" file="tests/test_x.py" line="9"><skipped type="pytest.xfail"/></testcase>
-<testcase classname="tests.test_x" name="test_e" file="tests/test_x.py" line="9"><error message="failed on setup"/></testcase>
+<testcase classname="tests.test_x" name="test_s" file="tests/test_x.py"><skipped type="pytest.skip"/></testcase>
+<testcase classname="tests.test_x" name="test_xf" file="tests/test_x.py"><skipped type="pytest.xfail"/></testcase>
+<testcase classname="tests.test_x" name="test_e" file="tests/test_x.py"><error message="failed on setup"/></testcase>
 </testsuite></testsuites>"""
 
 
