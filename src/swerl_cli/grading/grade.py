@@ -149,7 +149,12 @@ def _grade_in(sb: Any, task: Task, patch: str, cfg: GradeConfig, t0: float) -> d
             )
     sh(f"rm -f {JUNIT_PATH}")
     run = sb.run(task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP)
-    common = {"patch_applied": bool(method), "apply_method": method, "log_tail": _tail(run.output, n)}
+    common = {
+        "patch_applied": bool(method),
+        "apply_method": method,
+        "log_tail": _tail(run.output, n),
+        "test_duration_s": round(run.duration_s, 3),
+    }
     if run.timed_out:
         return _grade("timeout", t0, error=f"test_cmd timed out after {cfg.timeout_s}s", **common)
     status_map, parser = {}, "pytest-rA"
