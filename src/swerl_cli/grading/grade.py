@@ -74,6 +74,7 @@ def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:
         "log_parser": None,
         "log_tail": "",
         "duration_s": 0.0,
+        "test_duration_s": None,
         "error": None,
         "semantics": SEMANTICS,
     }
