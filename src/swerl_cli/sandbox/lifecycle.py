@@ -15,7 +15,8 @@ LABEL_MANAGED = "swerl.managed"
 
 _lock = threading.Lock()
 _live: dict[int, Callable[[], None]] = {}
-_installed = False
+_atexit_done = False
+_signals_done = False
 
 
 def register(key: int, closer: Callable[[], None]) -> None:
@@ -50,20 +51,25 @@ def _on_term(signum: int, frame: object) -> None:
 
 
 def _install() -> None:
-    """Install the atexit sweep and a SIGTERM/SIGHUP handler (main thread only, never over a user's handler)."""
-    global _installed
-    if _installed:
+    """Install the atexit sweep once, and SIGTERM/SIGHUP handlers the first time this runs in the main thread."""
+    global _atexit_done, _signals_done
+    if not _atexit_done:
+        _atexit_done = True
+        atexit.register(sweep)
+    if _signals_done or threading.current_thread() is not threading.main_thread():
         return
-    _installed = True
-    atexit.register(sweep)
-    if threading.current_thread() is not threading.main_thread():
-        return
+    _signals_done = True
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             if signal.getsignal(sig) in (signal.SIG_DFL, None):
                 signal.signal(sig, _on_term)
         except (ValueError, OSError):
             pass
+
+
+def install() -> None:
+    """Call once from the main thread when sandboxes will be started from worker threads (asyncio.to_thread)."""
+    _install()
 
 
 def run_labels(run_id: str, instance_id: str) -> dict[str, str]:
