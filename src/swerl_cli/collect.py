@@ -175,6 +175,7 @@ class Collector:
         self.prompts = prompts or load_prompts(cfg.prompt_config)
         self.settings = cfg.agent()
         self.sampling = cfg.sampling()
+        self._closing: set[asyncio.Future[None]] = set()
 
     def policy_record(self, sampling: Sampling) -> dict[str, Any]:
         """The trajectory's `policy` field."""
@@ -196,6 +197,7 @@ class Collector:
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.cfg.concurrency, max(1, len(jobs))))))
         finally:
+            await asyncio.gather(*self._closing, return_exceptions=True)
             await self.policy.aclose()
 
     async def episode(self, loc: Located, task: Task, sample: int) -> dict[str, Any]:
@@ -207,10 +209,12 @@ class Collector:
         info = EpisodeInfo(task.instance_id, sample, cfg.run, loc.obj, cfg.max_context_tokens)
         self.on_event("start", (task.instance_id, sample))
         limits = SandboxLimits(memory_mb=cfg.memory_mb, cpus=cfg.cpus, network=cfg.network)
-        sandbox = None
+        # The sandbox starts in a thread while the first policy request is in flight (it needs no sandbox).
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(start_sandbox, task, backend=cfg.sandbox, limits=limits, run_id=cfg.run)
+        )
         try:
-            sandbox = await asyncio.to_thread(start_sandbox, task, backend=cfg.sandbox, limits=limits, run_id=cfg.run)
-            result = await run_episode(loc.obj, self.policy, sandbox, sampling, self.prompts, self.settings, info)
+            result = await run_episode(loc.obj, self.policy, starting, sampling, self.prompts, self.settings, info)
         except SwerlError as e:
             messages = initial_messages(loc.obj, self.prompts, self.settings)
             result = EpisodeResult(messages=messages, exit_status="error", error=f"{type(e).__name__}: {e}")
@@ -225,8 +229,8 @@ class Collector:
                 "policy_s": 0.0,
             }
         finally:
-            if sandbox is not None:
-                await asyncio.shield(asyncio.to_thread(sandbox.close))
+            # Removal happens in the background: the record does not wait for it (run() awaits all of them).
+            self._closing.add(asyncio.ensure_future(_close_when_started(starting)))
         record = {
             "id": episode_id(task.instance_id, cfg.run, sample),
             "instance_id": task.instance_id,
@@ -244,6 +248,15 @@ class Collector:
         }
         self.on_event("end", record)
         return record
+
+
+async def _close_when_started(starting: asyncio.Future[Any]) -> None:
+    """Remove the sandbox once its start has finished (or do nothing if the start failed)."""
+    try:
+        sandbox = await asyncio.shield(starting)
+    except (SwerlError, asyncio.CancelledError):
+        return
+    await asyncio.to_thread(sandbox.close)
 
 
 def collect_records(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,14 +89,18 @@ async def prepare_sandbox(sandbox: Sandbox, settings: AgentSettings, clock: _Clo
 async def run_episode(
     task: dict[str, Any],
     policy: Policy,
-    sandbox: Sandbox,
+    sandbox: Sandbox | Awaitable[Sandbox],
     sampling: Sampling,
     prompts: PromptConfig,
     settings: AgentSettings,
     info: EpisodeInfo,
 ) -> EpisodeResult:
-    """Run one episode to submit or a limit; failures of policy or sandbox end it with exit_status `error`."""
+    """Run one episode to submit or a limit; failures of policy or sandbox end it with exit_status `error`.
+
+    `sandbox` may be an awaitable still starting: the first policy request (which needs no sandbox) overlaps it.
+    """
     clock = _Clock()
+    box = _LazySandbox(sandbox, settings, clock)
     messages = initial_messages(task, prompts, settings)
     result = EpisodeResult(messages=messages)
     tools = T.tool_schema(prompts) if settings.action_format == "tools" else None
@@ -106,7 +112,6 @@ async def run_episode(
     last_total = 0
     status: str | None = None
     try:
-        await prepare_sandbox(sandbox, settings, clock)
         for _ in range(settings.max_turns):
             if last_total >= settings.max_context_tokens:
                 status = "context_limit"
@@ -147,8 +152,9 @@ async def run_episode(
                 status = "submitted"
                 break
             timeout = max(1.0, min(settings.command_timeout_s, deadline - time.perf_counter()))
-            res = await clock.sandbox(sandbox.run, action.command, timeout)
-            state = await clock.sandbox(sandbox.run, T.STATE_COMMAND, 30.0)
+            sb = await box.get()
+            res = await clock.sandbox(sb.run, action.command, timeout)
+            state = await clock.sandbox(sb.run, T.STATE_COMMAND, 30.0)
             cwd, open_file = T.parse_state(state.output, cwd)
             output = res.output.rstrip("\n")
             if res.timed_out:
@@ -164,12 +170,34 @@ async def run_episode(
     except (PolicyError, SandboxError) as e:
         result.exit_status, result.error = "error", f"{type(e).__name__}: {e}"
     try:
-        result.patch = await clock.sandbox(sandbox.diff)
+        result.patch = await clock.sandbox((await box.get()).diff)
     except SandboxError as e:
         if result.error is None:
             result.exit_status, result.error = "error", f"SandboxError: reading the final diff failed: {e}"
     result.stats = _stats(result, clock, last_total)
     return result
+
+
+class _LazySandbox:
+    """The episode's sandbox, awaited (and the editor installed) on first use; start time counts as sandbox time."""
+
+    def __init__(self, sandbox: Sandbox | Awaitable[Sandbox], settings: AgentSettings, clock: _Clock):
+        self._pending = sandbox if inspect.isawaitable(sandbox) else None
+        self._sb: Sandbox | None = None if self._pending is not None else sandbox  # type: ignore[assignment]
+        self._ready = False
+        self.settings, self.clock = settings, clock
+
+    async def get(self) -> Sandbox:
+        if self._sb is None:
+            t0 = time.perf_counter()
+            try:
+                self._sb = await self._pending  # type: ignore[misc]
+            finally:
+                self.clock.sandbox_s += time.perf_counter() - t0
+        if not self._ready:
+            self._ready = True
+            await prepare_sandbox(self._sb, self.settings, self.clock)
+        return self._sb
 
 
 def _observation(text: str, action: T.Action, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
