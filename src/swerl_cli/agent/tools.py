@@ -22,6 +22,7 @@ TOOL_NAME = "execute"
 _OPEN = re.compile(r"^```command[ \t]*\r?\n", re.MULTILINE)
 _CLOSE = re.compile(r"^```[ \t]*\r?$", re.MULTILINE)
 
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """What one assistant turn asked for: a command, or a format error (`error` set, `command` None)."""
