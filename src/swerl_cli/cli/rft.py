@@ -47,6 +47,7 @@ def _rft(
     rerender: Annotated[bool | None, _opt("Re-render with the chat template when token ids cannot be used.")] = None,
     max_steps: Annotated[int | None, _opt("Stop after this many optimizer steps.")] = None,
     seed: Annotated[int | None, _opt("Seed for the shuffle and the engine.")] = None,
+    shuffle: Annotated[bool | None, _opt("Shuffle sequences (seeded) before cutting them into steps.")] = None,
     zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3; default 2).")] = None,
     offload: Annotated[bool | None, _opt("Offload optimizer state (and ZeRO-3 params) to CPU memory.")] = None,
     gradient_checkpointing: Annotated[bool | None, _opt("Recompute activations in backward.")] = None,

@@ -128,57 +128,43 @@ class TrainEngine:
         else:  # a client torch optimizer avoids DeepSpeed's FusedAdam JIT build on CPU
             opt = torch.optim.AdamW(params, lr=cfg.lr, betas=betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, total_steps, cfg.lr_schedule))
-        engine, _, _, _ = deepspeed.initialize(
-            model=model, optimizer=opt, lr_scheduler=sched, config=ds_config(cfg, dist.world_size(), bf16)
-        )
+        ds_cfg = ds_config(cfg, dist.world_size(), bf16)
+        wrapped = logprob_module(model)
+        engine, _, _, _ = deepspeed.initialize(model=wrapped, optimizer=opt, lr_scheduler=sched, config=ds_cfg)
         return cls(engine, tok, cfg, device)
+
+    @property
+    def unmanaged_accumulation(self) -> bool:
+        """True when DeepSpeed lets step() own the accumulation boundary (needed for exact ZeRO-3 accumulation)."""
+        return hasattr(self.engine, "managed_gradient_accumulation") and not self.engine.managed_gradient_accumulation()
 
     @property
     def module(self) -> Any:
         """The wrapped transformers model."""
-        return self.engine.module
+        return self.engine.module.lm
 
     def forward_logprobs(self, batch: Any) -> Any:
-        """Per-token log-probs (1, T) of a packed batch; lm_head runs in checkpointed chunks for long rows."""
-        import torch
-        import torch.nn.functional as F
-        from torch.utils.checkpoint import checkpoint
-
+        """Per-token log-probs (1, T) of a packed batch under the wrapped model (with grad)."""
         b = batch.to(self.device)
-        model = self.engine.module
-        hidden = model.base_model(input_ids=b.input_ids, position_ids=b.position_ids, use_cache=False)
-        h = hidden.last_hidden_state[:, :-1]  # (1, T-1, H): position t predicts token t+1
-        targets = b.input_ids[:, 1:]  # (1, T-1)
-        head = model.get_output_embeddings()
-
-        def chunk_logp(hc: Any, tc: Any) -> Any:
-            logits = head(hc).float()  # (1, C, V)
-            return -F.cross_entropy(logits.transpose(1, 2), tc, reduction="none")  # (1, C)
-
-        n = h.shape[1]
-        if n <= LOGIT_CHUNK:
-            logp = chunk_logp(h, targets)
-        else:
-            parts = [
-                checkpoint(chunk_logp, h[:, i : i + LOGIT_CHUNK], targets[:, i : i + LOGIT_CHUNK], use_reentrant=False)
-                for i in range(0, n, LOGIT_CHUNK)
-            ]
-            logp = torch.cat(parts, dim=1)
-        first = torch.zeros_like(logp[:, :1])
-        return torch.cat([first, logp], dim=1) * (b.position_ids > 0)  # (1, T): 0 at every sample's first token
+        return self.engine(b.input_ids, b.position_ids)
 
     def train_step(self, micro_batches: list[Any], loss_fn: Any) -> dict[str, float]:
         """Forward/backward each micro-batch, one optimizer step; returns summed loss_fn stats, lr, grad norm."""
         totals: dict[str, float] = {}
         lr = float(self.engine.optimizer.param_groups[0]["lr"])
+        unmanaged = self.unmanaged_accumulation
         for i, mb in enumerate(micro_batches):
-            self.engine.set_gradient_accumulation_boundary(i == len(micro_batches) - 1)
+            if not unmanaged:
+                self.engine.set_gradient_accumulation_boundary(i == len(micro_batches) - 1)
             logp = self.forward_logprobs(mb)
             loss, stats = loss_fn(logp, mb.to(self.device))
             self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
-            self.engine.step()
+            if not unmanaged:
+                self.engine.step()
             for k, v in stats.items():
                 totals[k] = totals.get(k, 0.0) + float(v)
+        if unmanaged:  # the caller owns the boundary: step() reduces the accumulated grads and updates once
+            self.engine.step()
         keys = sorted(totals)
         summed = dist.all_reduce_sum([totals[k] for k in keys], self.device)
         out = dict(zip(keys, summed, strict=True))
@@ -214,13 +200,70 @@ class TrainEngine:
             state = self.engine._zero3_consolidated_16bit_state_dict()  # collective; full dict on rank 0
         else:
             state = self.engine.module.state_dict() if dist.is_main() else None
+        if state is not None:
+            state = {k.removeprefix("lm."): v for k, v in state.items()}
         if dist.is_main():
             out_dir.mkdir(parents=True, exist_ok=True)
-            self.engine.module.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
+            self.module.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
             self.tokenizer.save_pretrained(out_dir)
             (out_dir / RUN_CONFIG_FILE).write_text(json.dumps(run_config, indent=2, default=str) + "\n")
         dist.barrier()
         return out_dir
+
+
+def logprob_module(model: Any) -> Any:
+    """Wrap a causal LM so its top-level forward returns packed per-token logprobs (1, T).
+
+    DeepSpeed must run the top-level module's forward (ZeRO-3 resets its parameter-fetch state in that module's
+    hooks; calling submodules directly silently dropped gradients under accumulation). The wrapper makes the
+    chunked-logprob computation that top-level forward.
+    """
+    import torch
+
+    class LogprobLM(torch.nn.Module):
+        def __init__(self, lm: Any):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids: Any, position_ids: Any) -> Any:
+            return _logprobs(self.lm, input_ids, position_ids)
+
+    return LogprobLM(model)
+
+
+def packed_logprobs(model: Any, batch: Any, device: str = "cpu") -> Any:
+    """log p(input_ids[t] | <t) as (1, T), 0.0 at each sample's first token; lm_head in checkpointed chunks."""
+    b = batch.to(device)
+    return _logprobs(model, b.input_ids, b.position_ids)
+
+
+def _logprobs(model: Any, input_ids: Any, position_ids: Any) -> Any:
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint
+
+    # position_ids restarting at 0 make transformers build a block-diagonal causal mask (no cross-sample attention);
+    # use_cache=False is required for that detection.
+    hidden = model.base_model(input_ids=input_ids, position_ids=position_ids, use_cache=False)
+    h = hidden.last_hidden_state[:, :-1]  # (1, T-1, H): position t predicts token t+1
+    targets = input_ids[:, 1:]  # (1, T-1)
+    head = model.get_output_embeddings()
+
+    def chunk_logp(hc: Any, tc: Any) -> Any:
+        logits = head(hc).float()  # (1, C, V) in fp32
+        return -F.cross_entropy(logits.transpose(1, 2), tc, reduction="none")  # (1, C)
+
+    n = h.shape[1]
+    if n <= LOGIT_CHUNK:
+        logp = chunk_logp(h, targets)
+    else:  # never hold (T, V) fp32 logits at once: recompute each chunk in backward
+        parts = [
+            checkpoint(chunk_logp, h[:, i : i + LOGIT_CHUNK], targets[:, i : i + LOGIT_CHUNK], use_reentrant=False)
+            for i in range(0, n, LOGIT_CHUNK)
+        ]
+        logp = torch.cat(parts, dim=1)
+    logp = torch.cat([torch.zeros_like(logp[:, :1]), logp], dim=1)  # (1, T)
+    return logp * (position_ids > 0)
 
 
 def ds_config(cfg: EngineConfig, world_size: int, bf16: bool) -> dict[str, Any]:
@@ -238,6 +281,8 @@ def ds_config(cfg: EngineConfig, world_size: int, bf16: bool) -> dict[str, Any]:
         "train_batch_size": world_size,
         "gradient_clipping": cfg.grad_clip,
         "zero_optimization": zero,
+        # A variable number of packed micro-batches per step: train_step calls step() once per optimizer step.
+        "managed_gradient_accumulation": False,
         "bf16": {"enabled": bf16},
         "zero_allow_untested_optimizer": True,
         "zero_force_ds_cpu_optimizer": False,

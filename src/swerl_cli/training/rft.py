@@ -143,8 +143,6 @@ def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback |
         shuffle=cfg.shuffle,
         epochs=cfg.epochs,
     )
-    if cfg.max_steps is not None:
-        plans = plans[: cfg.max_steps]
     out = Path(cfg.output)
     run_config = {**config_to_dict(cfg), "world_size": world, "total_steps": len(plans)}
     engine = TrainEngine.from_config(EngineConfig.from_stage(cfg), total_steps=len(plans))
@@ -157,7 +155,8 @@ def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback |
         last: dict[str, Any] = {}
         total_tokens = 0
         t_run = time.perf_counter()
-        for plan in plans[start:]:
+        stop = len(plans) if cfg.max_steps is None else min(len(plans), cfg.max_steps)
+        for plan in plans[start:stop]:
             mine = [collate([samples[i] for i in mb], pad) for mb in plan.micro[rank]]
             mine += [collate([], pad)] * (plan.n_micro - len(mine))
             t0 = time.perf_counter()
@@ -181,10 +180,8 @@ def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback |
             log.write(last)
             if on_step is not None and dist.is_main():
                 on_step(last, len(plans))
-            if cfg.save_every and step % cfg.save_every == 0 and step < len(plans):
+            if cfg.save_every and (step % cfg.save_every == 0 or step == stop):
                 engine.save_checkpoint(out / "ds_checkpoints", step, {}, keep=cfg.keep_checkpoints)
-        if cfg.save_every and plans and start < len(plans):
-            engine.save_checkpoint(out / "ds_checkpoints", len(plans), {}, keep=cfg.keep_checkpoints)
         engine.export(out, run_config)
     finally:
         if log is not None:
@@ -194,7 +191,8 @@ def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback |
         "schema": schema_tag(SUMMARY),
         "kind": "rft",
         "checkpoint": str(out),
-        "steps": len(plans),
+        "steps": last.get("step", start),
+        "total_steps": len(plans),
         "resumed_from": start,
         "tokens": total_tokens,
         "final_loss": last.get("loss"),

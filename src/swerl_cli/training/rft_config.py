@@ -28,7 +28,7 @@ class RftConfig:
     batch_size: int = 64  # sequences per optimizer step (global, over all ranks) ...
     batch_tokens: int | None = None  # ... or tokens per optimizer step, when set
     micro_batch_tokens: int | None = None  # token budget of one packed forward/backward per rank (max_seq_len)
-    max_steps: int | None = None  # stop early (for smoke runs)
+    max_steps: int | None = None  # stop after this step (the lr schedule still spans the full run)
     seed: int = 0
     shuffle: bool = True
     # Data.
