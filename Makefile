@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup venv docker-engine base-image example-images tiny-model test test-gpu lint bench docs demo clean
+.PHONY: help setup venv docker-engine base-image example-images tiny-model rft test test-gpu lint bench docs demo clean
 
 help:  ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -42,6 +42,18 @@ tiny-model: .cache/tiny-model/config.json  ## tiny random-weight Qwen2-style mod
 
 .cache/tiny-model/config.json: | venv
 	$(PY) -m swerl_cli.training.tiny .cache/tiny-model
+
+# ---------------------------------------------------------------- RFT
+NGPUS ?= 1
+RFT_OUT ?= runs/rft
+RFT_ARGS ?=
+rft: venv  ## rejection fine-tuning: make rft DATA=selected.jsonl [NGPUS=8 MODEL=... OUT=runs/rft RFT_ARGS=...]
+	@test -n "$(DATA)" || { echo "make rft: set DATA=trajectories.jsonl (graded + filtered)" >&2; exit 2; }
+	@if [ "$(NGPUS)" = "1" ]; then set -x; \
+	  $(SWERL) rft $(DATA) --model $(or $(MODEL),.cache/tiny-model) --output $(or $(OUT),$(RFT_OUT)) $(RFT_ARGS); \
+	else set -x; \
+	  $(VENV)/bin/torchrun --nproc_per_node $(NGPUS) -m swerl_cli rft $(DATA) \
+	    --model $(or $(MODEL),.cache/tiny-model) --output $(or $(OUT),$(RFT_OUT)) $(RFT_ARGS); fi
 
 # ---------------------------------------------------------------- quality
 lint: venv  ## ruff
