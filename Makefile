@@ -13,7 +13,7 @@ export TOKENIZERS_PARALLELISM ?= false
 .PHONY: help setup venv docker-engine base-image example-images tiny-model rft test test-gpu lint bench docs demo clean
 
 help:  ## list targets
-	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- setup
 setup: venv docker-engine base-image example-images tiny-model  ## everything: venv, Docker engine, images, tiny model
@@ -81,3 +81,5 @@ clean:  ## remove caches, runs and leftover sandboxes (keeps the venv and images
 	-$(SWERL) sandbox prune 2>/dev/null
 	rm -rf .cache runs demo-out bench-out .pytest_cache .ruff_cache
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+include mk/rl.mk  # the RL loop: rl, rl-iter, rl-stage2-pool (DAPO engineer)

@@ -50,7 +50,10 @@ POOL ?= $(TASKS)
 endif
 L_THR ?= 10
 LR ?= 1e-6
+MAX_TURNS ?= $(T_MAX)
 
+# One process by default; NPROC > 1 runs the update under torchrun (every rank reads graded.jsonl).
+DAPO_LAUNCH = $(if $(filter 1,$(NPROC)),$(SWERL),$(VENV)/bin/torchrun --nproc_per_node $(NPROC) -m swerl_cli)
 ITER_DIR = $(RUNS)/iter-$(K)
 NEXT = $(shell echo $$(( $(K) + 1 )))
 NEXT_DIR = $(RUNS)/iter-$(NEXT)
@@ -83,19 +86,19 @@ rl-collect:
 	  set -eo pipefail; test -e $(CKPT)/config.json || { echo "rl: checkpoint $(CKPT) missing" >&2; exit 1; }; \
 	  $(call serve,$(CKPT)); \
 	  if [ -n "$(PROBLEMS)" ]; then shuf -n $(PROBLEMS) --random-source=<(yes $(SEED)-$(K)) $(POOL); else cat $(POOL); fi \
-	  | $(SWERL) collect $(call policy_flags,$(CKPT)) --samples $(G) --run iter-$(K) --max-turns $(T_MAX) \
+	  | $(SWERL) collect $(call policy_flags,$(CKPT)) --samples $(G) --run iter-$(K) --max-turns $(MAX_TURNS) \
 	      --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) --concurrency $(CONCURRENCY) \
-	      --seed $(SEED)$(K) $(COLLECT_ARGS) \
-	  | $(SWERL) grade --concurrency $(CONCURRENCY) $(GRADE_ARGS) > $(ITER_DIR)/.graded.jsonl.tmp; \
+	      --seed $$(( $(SEED) * 100000 + $(K) * 1000 )) $(COLLECT_ARGS) \
+	  | $(SWERL) grade --workers $(CONCURRENCY) $(GRADE_ARGS) > $(ITER_DIR)/.graded.jsonl.tmp; \
 	  mv $(ITER_DIR)/.graded.jsonl.tmp $(ITER_DIR)/graded.jsonl; fi
 
 # 2. The DAPO update: iter-k/graded.jsonl + checkpoint k -> iter-(k+1)/ckpt (swerl dapo writes it atomically)
 rl-update: rl-collect
 	@if [ -e $(NEXT_DIR)/ckpt/config.json ]; then echo "rl: $(NEXT_DIR)/ckpt exists, skipping update"; else \
 	  set -eo pipefail; $(unserve); mkdir -p $(NEXT_DIR); \
-	  $(SWERL) dapo --model $(CKPT) --output $(NEXT_DIR)/ckpt --metrics $(ITER_DIR)/metrics.jsonl \
+	  $(DAPO_LAUNCH) dapo --model $(CKPT) --output $(NEXT_DIR)/ckpt --metrics $(ITER_DIR)/metrics.jsonl \
 	    --group-size $(G) --t-max $(T_MAX) --l-thr $(L_THR) --eps-high $(EPS_HIGH) --batch-size $(BATCH) \
-	    --lr $(LR) --max-seq-len $(CONTEXT) --nproc $(NPROC) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
+	    --lr $(LR) --max-seq-len $(CONTEXT) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
 	    > $(ITER_DIR)/.dapo.json.tmp; \
 	  mv $(ITER_DIR)/.dapo.json.tmp $(ITER_DIR)/dapo.json; fi
 
@@ -104,9 +107,9 @@ rl-eval: rl-update
 	@if [ "$(EVAL)" = "0" ] || [ -s $(NEXT_DIR)/eval.json ]; then true; else \
 	  set -eo pipefail; $(call serve,$(NEXT_DIR)/ckpt); \
 	  $(SWERL) collect $(call policy_flags,$(NEXT_DIR)/ckpt) --samples $(EVAL_SAMPLES) --run eval-$(NEXT) \
-	      --max-turns $(T_MAX) --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) \
+	      --max-turns $(MAX_TURNS) --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) \
 	      --concurrency $(CONCURRENCY) --seed $(SEED) $(COLLECT_ARGS) $(EVAL_TASKS) \
-	  | $(SWERL) grade --concurrency $(CONCURRENCY) $(GRADE_ARGS) > $(NEXT_DIR)/.eval-graded.jsonl.tmp; \
+	  | $(SWERL) grade --workers $(CONCURRENCY) $(GRADE_ARGS) > $(NEXT_DIR)/.eval-graded.jsonl.tmp; \
 	  mv $(NEXT_DIR)/.eval-graded.jsonl.tmp $(NEXT_DIR)/eval-graded.jsonl; \
 	  $(SWERL) eval --json $(EVAL_ARGS) $(NEXT_DIR)/eval-graded.jsonl > $(NEXT_DIR)/.eval.json.tmp; \
 	  mv $(NEXT_DIR)/.eval.json.tmp $(NEXT_DIR)/eval.json; fi
