@@ -71,8 +71,13 @@ def _int_list(loc: Located, path: str, value: Any) -> list[int]:
 
 
 def has_token_ids(turns: list[Any]) -> bool:
-    """True when every turn carries sampled token ids (the linear layout can be used)."""
-    return bool(turns) and all(isinstance(t, dict) and isinstance(t.get("token_ids"), list) for t in turns)
+    """True when the record carries a token-level history (turn 0 prompt ids + every turn's sampled ids).
+
+    Backends without token ids (gold, replay, imported data) leave `prompt_token_ids` null: those are re-rendered.
+    """
+    if not turns or not isinstance(turns[0], dict) or not isinstance(turns[0].get("prompt_token_ids"), list):
+        return False
+    return all(isinstance(t, dict) and isinstance(t.get("token_ids"), list) for t in turns)
 
 
 def sample_from_tokens(loc: Located, turns: list[dict[str, Any]], mask_format_errors: bool, stats: DataStats) -> Sample:
