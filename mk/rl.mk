@@ -100,7 +100,8 @@ rl-update: rl-collect
 	    --group-size $(G) --t-max $(T_MAX) --l-thr $(L_THR) --eps-high $(EPS_HIGH) --batch-size $(BATCH) \
 	    --lr $(LR) --max-seq-len $(CONTEXT) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
 	    > $(ITER_DIR)/.dapo.json.tmp; \
-	  mv $(ITER_DIR)/.dapo.json.tmp $(ITER_DIR)/dapo.json; fi
+	  mv $(ITER_DIR)/.dapo.json.tmp $(ITER_DIR)/dapo.json; \
+	  $(if $(filter 0,$(K)),,rm -rf $(ITER_DIR)/ckpt/optimizer_state;) fi
 
 # 3. Held-out evaluation of checkpoint k+1 (EVAL=0 skips it)
 rl-eval: rl-update

@@ -44,6 +44,9 @@ def _dapo(
     max_seq_len: Annotated[int | None, _opt("Longest trajectory sequence accepted, in tokens.")] = None,
     zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3).")] = None,
     seed: Annotated[int | None, _opt("Seed for the step split and the engine.")] = None,
+    carry_optimizer: Annotated[
+        bool | None, _opt("Load/save AdamW state beside the checkpoints so it persists across iterations.")
+    ] = None,
     allow_biased_sampling: Annotated[
         bool | None, _opt("Train on rollouts sampled with truncation or temperature != 1 (biased ratio).")
     ] = None,

@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.config import config_to_dict
-from swerl_cli.errors import InputError
+from swerl_cli.errors import ConfigError, InputError
 from swerl_cli.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.advantages import Selection, select_samples
 from swerl_cli.training.dapo_config import DapoConfig
 
 Log = Callable[[str], None]
+OPTIMIZER_STATE_DIR = "optimizer_state"  # DeepSpeed checkpoint (AdamW moments) saved inside checkpoint k+1
 
 
 def _stats(values: list[float]) -> dict[str, float | None]:
@@ -87,9 +88,7 @@ def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], 
         sample = trajectory_to_sample(s.loc, tok, mask_format_errors=False, stats=stats)
         fit_length(sample, cfg.max_seq_len, "error")
         if cfg.old_logprobs == "sampler" and not sample.has_logprobs:
-            raise s.loc.error(
-                "turns", "no sampler logprobs recorded: pass --old-logprobs trainer to recompute pi_old"
-            )
+            raise s.loc.error("turns", "no sampler logprobs recorded: pass --old-logprobs trainer to recompute pi_old")
         samples.append(sample)
         adv[id(sample)] = s.advantage
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
@@ -130,6 +129,7 @@ def _run_dapo(
     engine = TrainEngine.from_config(EngineConfig.from_stage(cfg, model=model), total_steps=len(plans))
     metrics_file = Path(metrics_path) if metrics_path else partial / "metrics.jsonl"
     prev_diff = previous_logprob_diff(model)
+    carried = _load_optimizer_state(engine, model, cfg, world, log)
     fh = None
     try:
         if dist.is_main():
@@ -189,8 +189,11 @@ def _run_dapo(
             "reward_mean": _stats(sel.rewards)["mean"],
             "resolved_rate": _stats(sel.test_rewards)["mean"],
             "advantage": {**_stats(sel.advantages), "positive": sum(a > 0 for a in sel.advantages)},
-            "ratio": {"mean": total["ratio_sum"] / n if plans else None, "max": _finite(ratio_max),
-                      "min": _finite(ratio_min)},
+            "ratio": {
+                "mean": total["ratio_sum"] / n if plans else None,
+                "max": _finite(ratio_max),
+                "min": _finite(ratio_min),
+            },
             "clip_frac_low": total["clip_low"] / n if plans else None,
             "clip_frac_high": total["clip_high"] / n if plans else None,
             "logprob_diff": diff,
@@ -203,6 +206,9 @@ def _run_dapo(
             "world_size": world,
             "dapo": {"logprob_diff": diff, "policy_version": sel.version, "steps": len(plans)},
         }
+        run_config["dapo"]["optimizer_state_carried"] = carried
+        if cfg.carry_optimizer:
+            engine.save_checkpoint(partial / OPTIMIZER_STATE_DIR, len(plans), {"world_size": world}, keep=1)
         engine.export(partial, run_config)
     finally:
         if fh is not None:
@@ -229,6 +235,30 @@ def _run_dapo(
         "policy_version": sel.version,
         "config": run_config,
     }
+
+
+def _load_optimizer_state(engine: Any, model: str, cfg: DapoConfig, world: int, log: Log) -> bool:
+    """Restore the AdamW moments the previous update saved beside checkpoint k (same world size only)."""
+    from swerl_cli.training.engine import RUN_CONFIG_FILE
+
+    state = Path(model) / OPTIMIZER_STATE_DIR
+    if not cfg.carry_optimizer or not (state / "latest").is_file():
+        return False
+    try:
+        prev_world = json.loads((Path(model) / RUN_CONFIG_FILE).read_text()).get("world_size")
+    except (OSError, ValueError):
+        prev_world = None
+    if prev_world != world:
+        log(f"dapo: optimizer state in {state} was saved by {prev_world} ranks, this run has {world}: starting fresh")
+        return False
+    path, _ = engine.engine.load_checkpoint(
+        str(state), load_optimizer_states=True, load_lr_scheduler_states=False, load_module_strict=True
+    )
+    if path is None:
+        raise ConfigError(f"{state}: optimizer state could not be loaded; delete it or pass --no-carry-optimizer")
+    for group in engine.engine.optimizer.param_groups:  # this run's hyperparameters, not the saved ones
+        group.update(lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps)
+    return True
 
 
 def _loss_fn(adv_of: dict[int, float], cfg: DapoConfig, norm: float, extremes: list[float]):

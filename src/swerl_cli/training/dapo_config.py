@@ -43,6 +43,7 @@ class DapoConfig:
     offload: bool = False
     gradient_checkpointing: bool = False
     max_seq_len: int = 65536
+    carry_optimizer: bool = True  # load/save AdamW state beside the checkpoint so moments persist across iterations
     # Guard rails.
     allow_biased_sampling: bool = False
     allow_mixed_versions: bool = False
