@@ -39,6 +39,8 @@ def _dapo(
     old_logprobs: Annotated[str | None, _opt("pi_old logprobs: trainer (recomputed) or sampler (recorded).")] = None,
     token_norm: Annotated[str | None, _opt("Loss normaliser: action tokens of each step, or of the iteration.")] = None,
     lr: Annotated[float | None, _opt("Learning rate (paper 1e-6, constant).")] = None,
+    weight_decay: Annotated[float | None, _opt("AdamW weight decay (paper 0.1).")] = None,
+    grad_clip: Annotated[float | None, _opt("Gradient-norm clip (paper 1.0; 0 disables).")] = None,
     batch_size: Annotated[int | None, _opt("Trajectories per optimizer step (paper 128, then 256).")] = None,
     micro_batch_tokens: Annotated[int | None, _opt("Token budget of one packed forward/backward.")] = None,
     max_seq_len: Annotated[int | None, _opt("Longest trajectory sequence accepted, in tokens.")] = None,
