@@ -126,7 +126,9 @@ def _run_dapo(
         f"{c['samples_dropped_zero_adv']} zero-advantage samples ({c['groups_dropped']} whole groups); "
         f"{len(plans)} optimizer steps"
     )
+    t_init = time.perf_counter()
     engine = TrainEngine.from_config(EngineConfig.from_stage(cfg, model=model), total_steps=len(plans))
+    timing = {"engine_init_s": time.perf_counter() - t_init}
     metrics_file = Path(metrics_path) if metrics_path else partial / "metrics.jsonl"
     prev_diff = previous_logprob_diff(model)
     carried = _load_optimizer_state(engine, model, cfg, world, log)
@@ -135,7 +137,9 @@ def _run_dapo(
         if dist.is_main():
             metrics_file.parent.mkdir(parents=True, exist_ok=True)
             fh = open(metrics_file, "w")  # noqa: SIM115 - closed in finally
+        t0 = time.perf_counter()
         diff_by_step = _old_logprob_pass(engine, plans, samples, rank, pad, cfg)
+        timing["old_logprob_pass_s"] = time.perf_counter() - t0
         total = {"tokens": 0.0, "ratio_sum": 0.0, "clip_low": 0.0, "clip_high": 0.0, "loss_sum": 0.0}
         ratio_max, ratio_min = -math.inf, math.inf
         iter_tokens = float(sum(p.n_trainable for p in plans))
@@ -180,6 +184,7 @@ def _run_dapo(
                 f"ratio {last['ratio_mean']:.4f}  clip low/high {last['clip_frac_low']:.3f}/"
                 f"{last['clip_frac_high']:.3f}  {last['tokens']} tokens"
             )
+        timing["steps_s"] = time.perf_counter() - t_run
         diff = _mean_diff(diff_by_step)
         warning = _diff_warning(diff, prev_diff, cfg)
         if warning:
@@ -207,9 +212,11 @@ def _run_dapo(
             "dapo": {"logprob_diff": diff, "policy_version": sel.version, "steps": len(plans)},
         }
         run_config["dapo"]["optimizer_state_carried"] = carried
+        t0 = time.perf_counter()
         if cfg.carry_optimizer:
             engine.save_checkpoint(partial / OPTIMIZER_STATE_DIR, len(plans), {"world_size": world}, keep=1)
         engine.export(partial, run_config)
+        timing["save_s"] = time.perf_counter() - t0
     finally:
         if fh is not None:
             fh.close()
@@ -233,6 +240,7 @@ def _run_dapo(
         "counts": c,
         **summary_stats,
         "policy_version": sel.version,
+        "timing": timing,
         "config": run_config,
     }
 

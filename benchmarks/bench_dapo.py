@@ -1,0 +1,214 @@
+"""Time per DAPO update: `swerl dapo` vs TRL `GRPOTrainer(loss_type="dapo")` computing the same loss, same batch.
+
+Batch: 4 groups x 8 graded multi-turn trajectories (prompt ~256 tokens, 1-6 turns of actions + observations, lengths
+vary), all groups mixed so every sample is kept; 8 trajectories per optimizer step -> 4 steps. Model: the tiny
+tokenizer with a hidden-256 x 4-layer Qwen2 body (compute-bound on CPU), fp32.
+- swerl: `swerl dapo` in a subprocess; timed from its summary: theta_old pass + optimizer steps (packed rows,
+  DeepSpeed ZeRO-2).
+- TRL: the same steps (same samples per step) through `GRPOTrainer.compute_loss` with loss_type="dapo",
+  epsilon 0.2 / epsilon_high 0.3, beta 0, on padded prompt/completion tensors (observations masked by
+  completion_mask), then backward, clip 1.0 and AdamW; GRPOTrainer generates its own rollouts, so the update is
+  driven directly on the given batch. TRL reuses the current logprobs as pi_old on the first pass (no extra pass).
+Both runs print their first-step loss: they must agree (same objective, on-policy step 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUPS, G, BATCH = 4, 8, 8
+
+TRL_SCRIPT = r"""
+import json, sys, time, torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+model_dir, steps_file, out = sys.argv[1], sys.argv[2], sys.argv[3]
+steps = json.load(open(steps_file))
+tok = AutoTokenizer.from_pretrained(model_dir)
+model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa", dtype=torch.float32)
+cfg = GRPOConfig(output_dir=out, loss_type="dapo", epsilon=0.2, epsilon_high=0.3, beta=0.0, use_cpu=True,
+                 per_device_train_batch_size=8, num_generations=8, learning_rate=1e-6, weight_decay=0.1,
+                 max_grad_norm=1.0, report_to=[], save_strategy="no", disable_tqdm=True)
+trainer = GRPOTrainer(model=model, args=cfg, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+                      train_dataset=Dataset.from_list([{"prompt": "x"}] * 8), processing_class=tok)
+trainer.current_gradient_accumulation_steps = 1
+opt = torch.optim.AdamW(model.parameters(), lr=1e-6, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
+model.train()
+pad = tok.pad_token_id
+def padded(rows, left, fill=None):
+    n, fill = max(len(r) for r in rows), pad if fill is None else fill
+    ids = [([fill] * (n - len(r)) + r) if left else (r + [fill] * (n - len(r))) for r in rows]
+    return torch.tensor(ids)
+losses, t0 = [], time.perf_counter()
+for step in steps:
+    prompts = [s["prompt"] for s in step]; comps = [s["completion"] for s in step]; masks = [s["mask"] for s in step]
+    inputs = {
+        "prompt_ids": padded(prompts, True), "prompt_mask": padded([[1] * len(p) for p in prompts], True, 0),
+        "completion_ids": padded(comps, False), "completion_mask": padded(masks, False, 0),
+        "advantages": torch.tensor([s["advantage"] for s in step]),
+        "num_items_in_batch": torch.tensor(float(sum(sum(m) for m in masks))),
+    }
+    loss = trainer.compute_loss(model, inputs)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step(); opt.zero_grad()
+    losses.append(float(loss))
+print(json.dumps({"seconds": time.perf_counter() - t0, "first_loss": losses[0], "steps": len(losses)}))
+"""
+
+
+def _build(work: Path) -> tuple[Path, Path]:
+    """Bench model (tiny tokenizer, hidden 256 x 4 layers) and 32 graded trajectories with token ids."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from swerl_cli.training.tiny import build_tiny_model
+
+    tiny = build_tiny_model(work / "tiny")
+    tok = AutoTokenizer.from_pretrained(tiny)
+    base = Qwen2Config.from_pretrained(tiny)
+    cfg = Qwen2Config(
+        vocab_size=base.vocab_size,
+        hidden_size=256,
+        intermediate_size=1024,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        eos_token_id=base.eos_token_id,
+        pad_token_id=base.pad_token_id,
+    )
+    torch.manual_seed(0)
+    model_dir = work / "model"
+    Qwen2ForCausalLM(cfg).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    sys.path.insert(0, str(ROOT))
+    from tests.dapo.records import graded
+
+    rng = random.Random(0)
+
+    def ids(n: int) -> list[int]:
+        return [rng.randrange(5, base.vocab_size - 3) for _ in range(n)]
+
+    recs = []
+    for g in range(GROUPS):
+        prompt = ids(256)
+        for s in range(G):
+            turns = 1 + (g * G + s) * 5 % 6
+            recs.append(
+                graded(
+                    f"task{g}",
+                    s,
+                    resolved=s % 3 == 0,
+                    turns=turns,
+                    prompt=prompt,
+                    token_ids=[ids(rng.randint(20, 120)) for _ in range(turns)],
+                )
+            )
+    data = work / "graded.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return model_dir, data
+
+
+def _trl_steps(data: Path, summary: dict, work: Path) -> Path:
+    """The same optimizer steps for TRL: prompt = turn-0 prompt, completion = the rest, mask = action tokens."""
+    from swerl_cli.jsonl import read_records
+    from swerl_cli.training.advantages import select_samples
+    from swerl_cli.training.batching import plan_steps
+    from swerl_cli.training.dapo_config import DapoConfig
+    from swerl_cli.training.data import trajectory_to_sample
+
+    cfg = DapoConfig(batch_size=BATCH, lr=1e-6)
+    sel = select_samples(read_records(str(data)), cfg)
+    samples = [trajectory_to_sample(s.loc, None, mask_format_errors=False) for s in sel.samples]
+    plans = plan_steps(samples, world_size=1, micro_batch_tokens=cfg.micro_batch_tokens, batch_size=BATCH, seed=0)
+    assert len(plans) == summary["steps"], (len(plans), summary["steps"])
+    steps = []
+    for plan in plans:
+        rows = []
+        for i in sorted(i for mb in plan.micro[0] for i in mb):
+            smp, n = samples[i], len(sel.samples[i].loc.obj["turns"][0]["prompt_token_ids"])
+            rows.append(
+                {
+                    "prompt": smp.input_ids[:n],
+                    "completion": smp.input_ids[n:],
+                    "mask": smp.loss_mask[n:],
+                    "advantage": sel.samples[i].advantage,
+                }
+            )
+        steps.append(rows)
+    path = work / "trl-steps.json"
+    path.write_text(json.dumps(steps))
+    return path
+
+
+def _run(cmd: list[str]) -> str:
+    env = {**os.environ, "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    env = {k: v for k, v in env.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
+    p = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench run failed: {' '.join(cmd[:4])}...\n{p.stderr.decode()[-2000:]}")
+    return p.stdout.decode().strip().splitlines()[-1]
+
+
+def main() -> None:
+    """Print seconds per update (and per optimizer step) of both and the TRL/swerl ratio."""
+    with tempfile.TemporaryDirectory(prefix="bench-dapo-") as tmp:
+        work = Path(tmp)
+        model_dir, data = _build(work)
+        summary = json.loads(
+            _run(
+                [
+                    sys.executable,
+                    "-m",
+                    "swerl_cli",
+                    "dapo",
+                    str(data),
+                    "--model",
+                    str(model_dir),
+                    "--output",
+                    str(work / "out"),
+                    "--batch-size",
+                    str(BATCH),
+                    "--no-carry-optimizer",
+                ]
+            )
+        )
+        t = summary["timing"]
+        swerl_steps = t["steps_s"]
+        swerl_update = t["steps_s"] + t["old_logprob_pass_s"]
+        first = json.loads((work / "out" / "metrics.jsonl").read_text().splitlines()[0])["loss"]
+        trl = json.loads(
+            _run(
+                [
+                    sys.executable,
+                    "-c",
+                    TRL_SCRIPT,
+                    str(model_dir),
+                    str(_trl_steps(data, summary, work)),
+                    str(work / "trl"),
+                ]
+            )
+        )
+    n = summary["steps"]
+    print(f"DAPO update, {GROUPS}x{G} trajectories, {summary['tokens']} action tokens, {n} optimizer steps (CPU fp32)")
+    print(f"{'trainer':<34}{'s/update':>10}{'s/step':>10}{'first loss':>13}")
+    print(f"{'swerl dapo (steps only)':<34}{swerl_steps:>10.2f}{swerl_steps / n:>10.3f}{first:>13.5f}")
+    print(f"{'swerl dapo (+ theta_old pass)':<34}{swerl_update:>10.2f}{swerl_update / n:>10.3f}")
+    print(
+        f"{'TRL GRPOTrainer loss_type=dapo':<34}{trl['seconds']:>10.2f}{trl['seconds'] / n:>10.3f}"
+        f"{trl['first_loss']:>13.5f}"
+    )
+    print(
+        f"ratio TRL / swerl: {trl['seconds'] / swerl_steps:.2f}x (steps only), "
+        f"{trl['seconds'] / swerl_update:.2f}x (with the theta_old pass)"
+    )

@@ -1,0 +1,141 @@
+"""Learning test: the real RL loop (`make rl`: collect with the `hf` policy in Docker sandboxes | grade -> swerl dapo)
+raises the toy task's resolve rate well above its start.
+
+Design (a random tiny model never writes a parsable ```command block, so RL alone has nothing to reinforce):
+1. probe: one real `swerl collect` episode gives the exact prompt token ids of the toy task (short prompt file);
+2. RFT warm-up with `swerl rft`, as in the paper: the model learns to answer with one of four command blocks, one of
+   which (`sed -i '/upper/d' greet/core.py`) fixes the task, so about a quarter of the rollouts succeed;
+3. 8 iterations of `make rl` (G=16 samples of the one task, 1 turn, 2 optimizer steps per iteration, lr 1e-3:
+   large for the paper, right for a 2-layer model) must lift the resolve rate of the rollouts clearly.
+Seeds are fixed (collect --seed per iteration, rft/dapo --seed), so the run is reproducible on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT, run_swerl
+
+pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.train]
+
+PROMPTS = Path(__file__).parent / "toy-prompts.yaml"
+CANDIDATES = ("sed -i '/upper/d' greet/core.py", "sed -i '/Hello/d' greet/core.py", "cat greet/core.py", "ls")
+ITERS = 8
+
+
+def _warm_records(tok, probe: dict, reps: int) -> list[dict]:
+    """RFT records: the probe's real prompt followed by each candidate command block, `reps` times each."""
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    out = []
+    for r in range(reps):
+        for i, cmd in enumerate(CANDIDATES):
+            ids = tok.encode(f"```command\n{cmd}\n```", add_special_tokens=False) + [eos]
+            turn = dict(probe["turns"][0], token_ids=ids, logprobs=None, format_error=False)
+            out.append(dict(probe, id=f"warm/{r}/{i}", run="warm", sample=r * len(CANDIDATES) + i, turns=[turn]))
+    return out
+
+
+def _resolve_rate(path: Path) -> float:
+    recs = [json.loads(x) for x in path.read_text().splitlines()]
+    return sum(r["grade"]["resolved"] for r in recs) / len(recs)
+
+
+def test_rl_loop_raises_reward_on_toy_task(tiny_model: Path, tmp_path: Path):
+    from transformers import AutoTokenizer
+
+    if not (ROOT / ".venv" / "bin" / "swerl").exists():
+        pytest.skip("make rl runs .venv/bin/swerl; run `make venv`")
+    task = (EXAMPLES / "toy-tasks.jsonl").read_text().splitlines()[0]
+    tasks = tmp_path / "toy.jsonl"
+    tasks.write_text(task + "\n")
+    probe = run_swerl(
+        "collect",
+        "--policy",
+        "hf",
+        "--model",
+        str(tiny_model),
+        "--samples",
+        "1",
+        "--max-turns",
+        "1",
+        "--max-new-tokens",
+        "2",
+        "--prompt-config",
+        str(PROMPTS),
+        str(tasks),
+    )
+    assert probe.returncode == 0, probe.stderr.decode()[-2000:]
+    traj = json.loads(probe.stdout.decode().splitlines()[0])
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    warm_data = tmp_path / "warm.jsonl"
+    warm_data.write_text("".join(json.dumps(r) + "\n" for r in _warm_records(tok, traj, 4)))
+    warm = tmp_path / "warm-ckpt"
+    rft = run_swerl(
+        "rft",
+        str(warm_data),
+        "--model",
+        str(tiny_model),
+        "--output",
+        str(warm),
+        "--lr",
+        "3e-3",
+        "--lr-schedule",
+        "constant",
+        "--warmup-steps",
+        "0",
+        "--epochs",
+        "30",
+        "--batch-size",
+        "4",
+    )
+    assert rft.returncode == 0, rft.stderr.decode()[-2000:]
+
+    runs = tmp_path / "runs"
+    make = [
+        "make",
+        "-C",
+        str(ROOT),
+        "--no-print-directory",
+        "rl",
+        f"ITERS={ITERS}",
+        f"RUNS={runs}",
+        f"MODEL={warm}",
+        f"TASKS={tasks}",
+        "G=16",
+        "BATCH=8",
+        "LR=1e-3",
+        "MAX_TURNS=1",
+        "CONTEXT=4096",
+        "MAX_NEW_TOKENS=32",
+        "EVAL=0",
+        "CONCURRENCY=4",
+        f"COLLECT_ARGS=--prompt-config {PROMPTS}",
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
+    proc = subprocess.run(make, capture_output=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+
+    rates = [_resolve_rate(runs / f"iter-{k}" / "graded.jsonl") for k in range(ITERS)]
+    print("resolve rate of the rollouts per iteration:", rates, file=sys.stderr)
+    summaries = [json.loads((runs / f"iter-{k}" / "dapo.json").read_text()) for k in range(ITERS)]
+    assert [s["resolved_rate"] for s in summaries] == pytest.approx(rates)
+    assert all(s["counts"]["samples"] == 16 for s in summaries)
+    assert (runs / f"iter-{ITERS}" / "ckpt" / "config.json").is_file()
+    start, end = rates[0], sum(rates[-2:]) / 2
+    assert 0.0 < start <= 0.4, rates  # the warm-up leaves room to learn
+    assert end >= start + 0.25, rates  # clearly above its start
+    assert rates[-1] > start, rates
+
+    # Resumable: every output exists, so a second `make rl` does no work and changes nothing.
+    before = {p: p.stat().st_mtime_ns for p in runs.rglob("*") if p.is_file()}
+    again = subprocess.run(make, capture_output=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    assert b"skipping" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in runs.rglob("*") if p.is_file()} == before
