@@ -115,9 +115,14 @@ rl-eval: rl-update
 	  $(SWERL) eval --json $(EVAL_ARGS) $(NEXT_DIR)/eval-graded.jsonl > $(NEXT_DIR)/.eval.json.tmp; \
 	  mv $(NEXT_DIR)/.eval.json.tmp $(NEXT_DIR)/eval.json; fi
 
+# Solve rates are taken per task over the whole history (every iteration's rollouts count as one group), then one
+# record per surviving task is turned back into its task record.
 rl-stage2-pool:  ## stage-2 task pool: drop tasks solved >= 2/3 over all iterations and tasks never solved
 	@set -eo pipefail; cat $(RUNS)/iter-*/graded.jsonl \
-	  | $(SWERL) filter --solve-rate '>0' --solve-rate '<0.6667' --unique-tasks > $(RUNS)/.stage2-pool.jsonl.tmp
+	  | $(PY) -c 'import json,sys; [print(json.dumps({**json.loads(l), "run": "history"})) for l in sys.stdin if l.strip()]' \
+	  | $(SWERL) filter --solve-rate 0.000001:0.66666 --per-task 1 \
+	  | $(PY) -c 'import json,sys; [print(json.dumps(json.loads(l)["task"])) for l in sys.stdin if l.strip()]' \
+	  > $(RUNS)/.stage2-pool.jsonl.tmp
 	@mv $(RUNS)/.stage2-pool.jsonl.tmp $(RUNS)/stage2-pool.jsonl
 	@echo "rl: $$(wc -l < $(RUNS)/stage2-pool.jsonl) tasks in $(RUNS)/stage2-pool.jsonl"
 
