@@ -112,3 +112,13 @@ def test_select_samples_refuses_mixed_policy_versions():
 def test_select_samples_refuses_turns_beyond_t_max():
     with pytest.raises(InputError, match=r"stats.turns.*--t-max"):
         select_samples(located([graded("A", 0, turns=41)]), DapoConfig(t_max=40))
+
+
+def test_logprob_gap_warning_on_level_and_jump():
+    from swerl_cli.training.dapo import _diff_warning
+
+    cfg = DapoConfig()
+    assert _diff_warning(None, 0.01, cfg) is None
+    assert _diff_warning(0.02, 0.015, cfg) is None
+    assert "jumped from 0.0100 to 0.0300" in _diff_warning(0.03, 0.01, cfg)
+    assert "> 0.1" in _diff_warning(0.5, None, cfg)
