@@ -52,6 +52,9 @@ def test_rl_loop_raises_reward_on_toy_task(tiny_model: Path, tmp_path: Path):
     if not (ROOT / ".venv" / "bin" / "swerl").exists():
         pytest.skip("make rl runs .venv/bin/swerl; run `make venv`")
     task = (EXAMPLES / "toy-tasks.jsonl").read_text().splitlines()[0]
+    image = json.loads(task)["image"]
+    if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode != 0:
+        pytest.fail(f"toy task image {image} is missing: run `make example-images`")
     tasks = tmp_path / "toy.jsonl"
     tasks.write_text(task + "\n")
     probe = run_swerl(
