@@ -88,3 +88,9 @@ def test_dapo_requires_model_and_output(data):
     result = _run([str(data)])
     assert result.exit_code == 3
     assert "--model CKPT_k and --output CKPT_k+1" in _one_line(result)
+
+
+def test_dapo_refuses_output_equal_to_model(data, tmp_path):
+    result = _run(["--model", str(tmp_path), "--output", str(tmp_path), str(data)])
+    assert result.exit_code == 3
+    assert "write checkpoint k+1 to a new directory" in _one_line(result)

@@ -70,9 +70,12 @@ def run_dapo(
     log: Log | None = None,
 ) -> dict[str, Any] | None:
     """Run one DAPO update; returns the swerl.summary/1 record on rank 0 and None on other ranks."""
+    if Path(output).resolve() == Path(model).resolve():
+        raise ConfigError(f"--output {output} is --model: write checkpoint k+1 to a new directory")
+    say = log if log is not None and dist.is_main() else (lambda _m: None)  # one log line per update, not per rank
     # stdout carries records only: DeepSpeed and transformers print notes, so send them to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        return _run_dapo(records, model, output, cfg, metrics_path, log or (lambda _m: None))
+        return _run_dapo(records, model, output, cfg, metrics_path, say)
 
 
 def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], dict[int, float], int]:
