@@ -62,9 +62,16 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
-def run_swerl(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 600,
-              cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+def run_swerl(
+    *args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 600, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """Run the real `swerl` entry point in a subprocess (the way users run it)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "swerl_cli", *args], input=input, capture_output=True,
-                          env=full_env, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "swerl_cli", *args],
+        input=input,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd,
+    )
