@@ -165,6 +165,41 @@ def test_prune_removes_by_run_label(toy_t: Task) -> None:
         other.close()
 
 
+def test_prune_stale_keeps_live_owners_sandboxes(toy_t: Task) -> None:
+    from swerl_cli.sandbox.docker import DockerSandbox, prune
+
+    live = DockerSandbox(toy_t, run_id="pytest-stale")  # owned by this (live) process
+    dead_owner = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    cid = subprocess.run(
+        [
+            "docker",
+            "run",
+            "-d",
+            "--network",
+            "none",
+            "--label",
+            "swerl.managed=1",
+            "--label",
+            "swerl.run=pytest-stale",
+            "--label",
+            f"swerl.pid={dead_owner.stdout.strip()}",
+            toy_t.image,
+            "sleep",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        removed = prune("pytest-stale", stale_only=True)
+        assert len(removed) == 1
+        assert len(_containers("swerl.run=pytest-stale")) == 1  # the live one survives
+    finally:
+        live.close()
+        subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
+
+
 def test_missing_image_is_one_line_sandbox_error(toy_t: Task) -> None:
     bad = Task(**{**{k: getattr(toy_t, k) for k in toy_t.__slots__ if k != "_REQUIRED"}, "image": "swerl-no-such:x"})
     with pytest.raises(SandboxError, match="could not start sandbox from image 'swerl-no-such:x'"):

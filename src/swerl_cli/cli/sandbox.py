@@ -15,8 +15,11 @@ app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 @boundary("sandbox prune")
 def _prune(
     run: Annotated[str | None, typer.Option("--run", help="Only containers labelled swerl.run=RUN.")] = None,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="Only containers whose owning swerl process is gone (safe during runs).")
+    ] = False,
 ) -> None:
     from swerl_cli.sandbox.docker import prune
 
-    removed = prune(run)
+    removed = prune(run, stale_only=stale)
     err_console.print(f"swerl sandbox prune: removed {len(removed)} container(s)")

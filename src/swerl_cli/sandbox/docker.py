@@ -234,8 +234,12 @@ class DockerSandbox:
         self.close()
 
 
-def prune(run_id: str | None = None, *, only_this_process: bool = False) -> list[str]:
-    """Remove swerl containers by label (all, one run's, or this process's); returns the removed names."""
+def prune(run_id: str | None = None, *, only_this_process: bool = False, stale_only: bool = False) -> list[str]:
+    """Remove swerl containers by label (all, one run's, or this process's); returns the removed names.
+
+    `stale_only` keeps containers whose owning process (label swerl.pid) is still alive on this host, so a
+    cleanup never kills another run's live sandboxes.
+    """
     import os
 
     client = docker_client()
@@ -246,7 +250,24 @@ def prune(run_id: str | None = None, *, only_this_process: bool = False) -> list
         labels.append(f"{lifecycle.LABEL_PID}={os.getpid()}")
     removed = []
     for c in client.containers.list(all=True, filters={"label": labels}):
+        if stale_only and _owner_alive(c.labels.get(lifecycle.LABEL_PID)):
+            continue
         with contextlib.suppress(Exception):
             c.remove(force=True)
             removed.append(c.name)
     return removed
+
+
+def _owner_alive(pid_label: str | None) -> bool:
+    """True when the label names a process that still exists on this host."""
+    import os
+
+    if not pid_label or not pid_label.isdigit():
+        return False
+    try:
+        os.kill(int(pid_label), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
