@@ -42,10 +42,19 @@ head -c 300 "$OUT/rft-summary.json" >&2; echo >&2
 "$SWERL" collect --policy hf --model "$OUT/ckpt-rft" --run rft --max-turns 2 --max-new-tokens 32 "$TASKS" \
   | "$SWERL" grade --workers 4 -o "$OUT/graded-rft.jsonl"
 
-step "5. dapo: one update on the tiny run's groups -> $OUT/ckpt-dapo"
-"$SWERL" dapo --model "$MODEL" --output "$OUT/ckpt-dapo" --group-size "$G" --t-max 3 --batch-size 4 \
+# With 3 turns the step penalty needs l_thr < t_max. A random tiny model resolves nothing, so every group has equal
+# rewards and DAPO's dynamic sampling drops them all (0 optimizer steps, reported); tests/dapo/test_learning.py runs
+# the full `make rl` loop where reward does rise.
+step "5. dapo: one RL update on the tiny run's groups -> $OUT/ckpt-dapo"
+"$SWERL" dapo --model "$MODEL" --output "$OUT/ckpt-dapo" --group-size "$G" --l-thr 1 --t-max 3 --batch-size 4 \
     "$OUT/graded-tiny.jsonl" >"$OUT/dapo-summary.json"
-head -c 300 "$OUT/dapo-summary.json" >&2; echo >&2
+python3 - "$OUT/dapo-summary.json" >&2 <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+c = s["counts"]
+print(f"dapo: {s['steps']} steps, {c['groups_dropped']} of {c['groups']} groups dropped (equal rewards), "
+      f"checkpoint {s['checkpoint']}")
+PY
 
 step "done: outputs in $OUT/"
 ls "$OUT" >&2
