@@ -67,37 +67,20 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "first_loss": losses[0], 
 
 def _build(work: Path) -> tuple[Path, Path]:
     """Bench model (tiny tokenizer, hidden 256 x 4 layers) and 32 graded trajectories with token ids."""
-    import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoTokenizer
 
     from swerl_cli.training.tiny import build_tiny_model
 
-    tiny = build_tiny_model(work / "tiny")
-    tok = AutoTokenizer.from_pretrained(tiny)
-    base = Qwen2Config.from_pretrained(tiny)
-    cfg = Qwen2Config(
-        vocab_size=base.vocab_size,
-        hidden_size=256,
-        intermediate_size=1024,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-        eos_token_id=base.eos_token_id,
-        pad_token_id=base.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model_dir = work / "model"
-    Qwen2ForCausalLM(cfg).save_pretrained(model_dir)
-    tok.save_pretrained(model_dir)
+    # A compute-bound size (hidden 256, 4 layers) built through the same code as the tiny test model.
+    model_dir = build_tiny_model(work / "model", hidden_size=256, num_layers=4, intermediate_size=1024)
+    vocab_size = len(AutoTokenizer.from_pretrained(model_dir))
     sys.path.insert(0, str(ROOT))
     from tests.dapo.records import graded
 
     rng = random.Random(0)
 
     def ids(n: int) -> list[int]:
-        return [rng.randrange(5, base.vocab_size - 3) for _ in range(n)]
+        return [rng.randrange(5, vocab_size - 3) for _ in range(n)]
 
     recs = []
     for g in range(GROUPS):

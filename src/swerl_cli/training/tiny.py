@@ -132,8 +132,13 @@ def train_tokenizer(seed: int = 0, vocab_size: int = VOCAB_SIZE):
     return fast
 
 
-def build_tiny_model(out_dir: Path | str, seed: int = 0) -> Path:
-    """Write tokenizer + random-weight Qwen2 (hidden 64, 2 layers) to `out_dir` with save_pretrained; returns it."""
+def build_tiny_model(
+    out_dir: Path | str, seed: int = 0, *, hidden_size: int = 64, num_layers: int = 2, intermediate_size: int = 128
+) -> Path:
+    """Write tokenizer + random-weight Qwen2 (default hidden 64, 2 layers) to `out_dir` with save_pretrained.
+
+    The size knobs let benchmarks build a compute-bound model (e.g. hidden 256, 4 layers) through the same code.
+    """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
@@ -144,9 +149,9 @@ def build_tiny_model(out_dir: Path | str, seed: int = 0) -> Path:
     pad_id = tok.convert_tokens_to_ids("<|endoftext|>")
     config = Qwen2Config(
         vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=32768,
