@@ -19,7 +19,9 @@ def _opt(help: str, *names: str) -> typer.models.OptionInfo:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("dapo", help=HELP)(_dapo)
+    app.command("dapo", help=HELP, short_help="One DAPO update on graded trajectory groups; writes checkpoint k+1.")(
+        _dapo
+    )
 
 
 @boundary("dapo")
