@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import threading
 import time
@@ -22,12 +23,19 @@ from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sa
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
 
+def _require_model_dir(model: str, error: type[Exception]) -> None:
+    """A model name that looks like a path must be a directory (not left to transformers' hub-id message)."""
+    if model.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(model)):
+        raise error(f"--model {model}: no such model directory (expected a save_pretrained dir or a hub name)")
+
+
 def load_tokenizer(model: str) -> Any:
     """AutoTokenizer for a save_pretrained dir (or a cached hub id), as a one-line PolicyError on failure."""
     try:
         from transformers import AutoTokenizer
     except ImportError:
         raise PolicyError("the hf backend needs transformers: pip install 'swerl[train]'") from None
+    _require_model_dir(model, PolicyError)
     try:
         return AutoTokenizer.from_pretrained(model)
     except (OSError, ValueError) as e:
@@ -62,6 +70,7 @@ class HFPolicy:
     def __init__(self, model: str, *, device: str = "cpu", version: str | None = None):
         if not model:
             raise ConfigError("the hf policy needs --model PATH (a save_pretrained directory)")
+        _require_model_dir(model, ConfigError)  # fail before any episode starts, not once per episode
         self.model_path = model
         self.device = device
         self.version = version

@@ -81,7 +81,7 @@ def run_dapo(
 def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], dict[int, float], int]:
     """Kept graded records -> training samples (all action tokens trainable), advantages keyed by sample object."""
     from swerl_cli.training.data import DataStats, fit_length, trajectory_to_sample
-    from swerl_cli.training.rft import load_tokenizer
+    from swerl_cli.training.engine import load_tokenizer
 
     tok = load_tokenizer(model)
     stats = DataStats()

@@ -84,12 +84,32 @@ def lr_lambda(warmup_steps: int, total_steps: int, schedule: str):
     return f
 
 
+def _check_local(name: str) -> None:
+    """A name that looks like a path must exist: say so plainly instead of transformers' hub-id complaint."""
+    import os
+
+    if (name.startswith((".", "/", "~")) or name.count("/") > 1) and not (os.path.isdir(os.path.expanduser(name))):
+        raise ConfigError(f"--model {name}: no such model directory (expected a save_pretrained dir or a hub name)")
+
+
+def load_tokenizer(name: str) -> Any:
+    """The tokenizer of `--model`, loaded the way the engine loads it; one-line error if it cannot be."""
+    from transformers import AutoTokenizer
+
+    _check_local(name)
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"--model {name}: cannot load a tokenizer: {first}") from None
+
+
 def load_model_and_tokenizer(name: str, dtype: Any, attn_implementation: str):
     """Load any causal LM + tokenizer from a local save_pretrained dir or a hub name; one-line error if it fails."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
+    tok = load_tokenizer(name)
     try:
-        tok = AutoTokenizer.from_pretrained(name)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, attn_implementation=attn_implementation)
     except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -43,17 +43,6 @@ def sft_loss(normalizer: float) -> Callable[[Any, Any], tuple[Any, dict[str, flo
     return loss_fn
 
 
-def load_tokenizer(name: str) -> Any:
-    """The tokenizer of `--model`, loaded the way the engine loads it; one-line error if it cannot be."""
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(name)
-    except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(f"--model {name}: cannot load a tokenizer: {first}") from None
-
-
 class MetricsLog:
     """metrics.jsonl on rank 0 (kept up to `start` on resume) plus optional tensorboard / wandb."""
 
@@ -117,7 +106,7 @@ def run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback | 
 
 
 def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback | None) -> dict[str, Any]:
-    from swerl_cli.training.engine import EngineConfig, TrainEngine
+    from swerl_cli.training.engine import EngineConfig, TrainEngine, load_tokenizer
 
     tok = load_tokenizer(cfg.model)
     samples, stats = load_samples(
