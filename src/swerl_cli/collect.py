@@ -18,6 +18,14 @@ from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
 from swerl_cli.records import TRAJECTORY, Located, Task, schema_tag
 
 ACTION_FORMATS = ("text", "tools")
+# CollectConfig is flat (one field per flag); its agent and sampling defaults come from the classes that own them.
+_AGENT = AgentSettings()
+_SAMPLING = Sampling()
+
+
+def _subset(cls: type, source: Any) -> Any:
+    """Build dataclass `cls` from the same-named fields of `source`."""
+    return cls(**{f.name: getattr(source, f.name) for f in dataclasses.fields(cls) if hasattr(source, f.name)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,23 +47,23 @@ class CollectConfig:
     concurrency: int = 4
     run: str = "run0"
     shard: str | None = None
-    max_turns: int = 40
-    max_context_tokens: int = 65536
-    command_timeout_s: float = 120.0
-    episode_timeout_s: float = 3600.0
-    max_observation_chars: int = 20000
-    max_format_errors: int = 5
-    window: int = 100
-    action_format: str = "text"
-    demo: bool = False
+    max_turns: int = _AGENT.max_turns
+    max_context_tokens: int = _AGENT.max_context_tokens
+    command_timeout_s: float = _AGENT.command_timeout_s
+    episode_timeout_s: float = _AGENT.episode_timeout_s
+    max_observation_chars: int = _AGENT.max_observation_chars
+    max_format_errors: int = _AGENT.max_format_errors
+    window: int = _AGENT.window
+    action_format: str = _AGENT.action_format
+    demo: bool = _AGENT.demo
     prompt_config: str | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    min_p: float = 0.0
-    repetition_penalty: float = 1.0
-    max_new_tokens: int = 4096
-    seed: int | None = None
+    temperature: float = _SAMPLING.temperature
+    top_p: float = _SAMPLING.top_p
+    top_k: int = _SAMPLING.top_k
+    min_p: float = _SAMPLING.min_p
+    repetition_penalty: float = _SAMPLING.repetition_penalty
+    max_new_tokens: int = _SAMPLING.max_new_tokens
+    seed: int | None = _SAMPLING.seed
     sandbox: str = "docker"
     memory_mb: int = 4096
     cpus: float = 1.0
@@ -92,29 +100,11 @@ class CollectConfig:
 
     def sampling(self) -> Sampling:
         """The sampling parameters sent with every request."""
-        return Sampling(
-            temperature=self.temperature,
-            top_p=self.top_p,
-            top_k=self.top_k,
-            min_p=self.min_p,
-            repetition_penalty=self.repetition_penalty,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-        )
+        return _subset(Sampling, self)
 
     def agent(self) -> AgentSettings:
         """The episode limits and format."""
-        return AgentSettings(
-            max_turns=self.max_turns,
-            max_context_tokens=self.max_context_tokens,
-            command_timeout_s=self.command_timeout_s,
-            episode_timeout_s=self.episode_timeout_s,
-            max_observation_chars=self.max_observation_chars,
-            max_format_errors=self.max_format_errors,
-            window=self.window,
-            action_format=self.action_format,
-            demo=self.demo,
-        )
+        return _subset(AgentSettings, self)
 
 
 def build_policy(cfg: CollectConfig) -> Policy:
