@@ -40,6 +40,9 @@ class CollectConfig:
     replay: str | None = None
     policy_version: str | None = None
     device: str = "cpu"
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    vllm_engine_args: dict[str, Any] | None = None  # any other AsyncEngineArgs field (YAML only)
     vllm_extras: bool = True
     request_timeout_s: float = 600.0
     max_retries: int = 5
@@ -80,6 +83,7 @@ class CollectConfig:
             "max_format_errors",
             "max_new_tokens",
             "window",
+            "tensor_parallel_size",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"field '{name}': must be >= 1, got {getattr(self, name)}")
@@ -132,7 +136,9 @@ def build_policy(cfg: CollectConfig) -> Policy:
     if cfg.policy == "hf":
         return cls(cfg.model or "", device=cfg.device, version=cfg.policy_version)
     if cfg.policy == "vllm":
-        return cls(cfg.model or "", version=cfg.policy_version)
+        engine = dict(tensor_parallel_size=cfg.tensor_parallel_size, gpu_memory_utilization=cfg.gpu_memory_utilization)
+        engine.update(cfg.vllm_engine_args or {})
+        return cls(cfg.model or "", version=cfg.policy_version, engine_kwargs=engine)
     if cfg.policy == "replay":
         return cls(cfg.replay or "")
     return cls()
@@ -318,7 +324,18 @@ def collect_records(
     policy: Policy | None = None,
 ) -> int:
     """Plan and run every episode; returns the number of records emitted. Ctrl-C removes live sandboxes."""
-    jobs = plan_jobs(tasks, cfg, skip_ids or set())
+    return run_jobs(plan_jobs(tasks, cfg, skip_ids or set()), cfg, emit, on_event=on_event, policy=policy)
+
+
+def run_jobs(
+    jobs: list[tuple[Located, Task, int]],
+    cfg: CollectConfig,
+    emit: Callable[[dict[str, Any]], None],
+    *,
+    on_event: Callable[[str, Any], None] | None = None,
+    policy: Policy | None = None,
+) -> int:
+    """Run jobs from `plan_jobs` (planning first validates the whole input before anything is written)."""
     collector = Collector(cfg, policy or build_policy(cfg), emit, on_event)
     count = 0
 

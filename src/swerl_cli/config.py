@@ -41,7 +41,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def _coerce(source: str, name: str, value: Any, annotation: Any) -> Any:
-    """Check a YAML value against a dataclass field annotation (int/float/str/bool/tuple/list/Optional)."""
+    """Check a YAML value against a dataclass field annotation (int/float/str/bool/tuple/list/dict/Optional)."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):
@@ -63,6 +63,9 @@ def _coerce(source: str, name: str, value: Any, annotation: Any) -> Any:
     elif annotation is str:
         if isinstance(value, str):
             return value
+    elif origin is dict or annotation is dict:
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}
     elif origin in (tuple, list) or annotation in (tuple, list):
         if isinstance(value, (list, tuple)):
             return tuple(value) if (origin is tuple or annotation is tuple) else list(value)

@@ -58,9 +58,13 @@ def _collect(
     request_timeout_s: Annotated[float | None, Opt(help="Hard timeout of one policy request.")] = None,
     max_retries: Annotated[int | None, Opt(help="Retries of a failed policy request (429/5xx/connection).")] = None,
     device: Annotated[str | None, Opt(help="Device of the hf policy (cpu, cuda).")] = None,
+    tensor_parallel_size: Annotated[int | None, Opt(help="GPUs per vLLM engine (vllm policy).")] = None,
+    gpu_memory_utilization: Annotated[
+        float | None, Opt(help="Share of GPU memory vLLM may take (vllm policy; default 0.9).")
+    ] = None,
 ) -> None:
     flags: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("input", "output", "config", "resume")}
-    from swerl_cli.collect import CollectConfig, collect_records
+    from swerl_cli.collect import CollectConfig, build_policy, plan_jobs, run_jobs
     from swerl_cli.config import resolve_config
     from swerl_cli.jsonl import RecordWriter, existing_ids, read_records
 
@@ -69,12 +73,15 @@ def _collect(
     if resume and not output:
         raise ConfigError("--resume needs -o FILE (the output to continue)")
     skip = existing_ids(output) if resume and output else set()
+    # Every task is validated and the policy configured before the output is touched: bad input loses nothing.
+    jobs = plan_jobs(read_records(input), cfg, skip)
+    policy_ = build_policy(cfg)
     if output and not resume:
         open(output, "wb").close()  # a fresh run; records are appended and flushed one by one from here
     progress = _Progress(len(skip))
     with RecordWriter(output, append=bool(output), flush_each=True) as out:
         with progress:
-            collect_records(read_records(input), cfg, out.write, skip_ids=skip, on_event=progress.event)
+            run_jobs(jobs, cfg, out.write, on_event=progress.event, policy=policy_)
     err_console.print(f"swerl collect: {progress.summary()}")
 
 

@@ -152,7 +152,7 @@ class HFPolicy:
             finish = "stop" if ids and ids[-1] in self._eos else "length"
             body = ids[:-1] if finish == "stop" else ids
             text = self._tok.decode(body, skip_special_tokens=True)
-            calls = _parse_tool_calls(text) if tools else None
+            calls = parse_tool_calls(text) if tools else None
             return Completion(
                 text=text,
                 token_ids=ids,
@@ -191,7 +191,7 @@ def _cut_after_eos(ids: list[int], eos: set[int]) -> list[int]:
     return ids
 
 
-def _parse_tool_calls(text: str) -> list[dict[str, Any]] | None:
+def parse_tool_calls(text: str) -> list[dict[str, Any]] | None:
     """Hermes-style `<tool_call>{"name":..., "arguments":{...}}</tool_call>` blocks as OpenAI tool calls."""
     calls = []
     for i, raw in enumerate(_TOOL_CALL.findall(text)):

@@ -2,7 +2,9 @@
 
 Against vLLM it asks for the exact token ids (`return_token_ids`) and the sampled tokens' logprobs, so the
 trajectory holds what the sampler produced. Retries 429/5xx/connection errors with exponential backoff; every
-request has a hard timeout; several base URLs share the load (least requests in flight, ties round robin).
+request has a hard timeout; several base URLs share the load (least requests in flight, ties round robin), and
+one that just failed is left out for a cool-down while another is healthy, so a dead server costs one failed request
+per cool-down instead of half of all attempts.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class OpenAIPolicy:
         self.vllm_extras = vllm_extras
         self.version = version
         self._in_flight = [0] * len(self.base_urls)
+        self._down_until = [0.0] * len(self.base_urls)  # monotonic time before which a failed URL is avoided
         self._next = 0
         self._client: httpx.AsyncClient | None = None
 
@@ -71,12 +74,19 @@ class OpenAIPolicy:
         return self._client
 
     def _pick(self) -> int:
-        """Least requests in flight; ties broken round robin."""
-        n = len(self.base_urls)
+        """A URL not cooling down after a failure (any, if all are), then least requests in flight; ties round
+        robin."""
+        n, now = len(self.base_urls), time.monotonic()
         order = [(self._next + i) % n for i in range(n)]
-        best = min(order, key=lambda i: self._in_flight[i])
+        best = min(order, key=lambda i: (self._down_until[i] > now, self._in_flight[i]))
         self._next = (best + 1) % n
         return best
+
+    def _failed(self, i: int, attempt: int) -> bool:
+        """Put URL `i` in cool-down; True when another URL is healthy, so the retry need not back off first."""
+        now = time.monotonic()
+        self._down_until[i] = now + min(60.0, self.backoff_s * 2**attempt)
+        return any(until <= now for until in self._down_until)
 
     def body(self, messages: list[dict[str, Any]], sampling: Sampling, tools: list[dict[str, Any]] | None) -> dict:
         """The request body: every sampling parameter explicit, so server defaults cannot leak in."""
@@ -119,8 +129,9 @@ class OpenAIPolicy:
         body = self.body(messages, sampling, tools)
         client = self._client_for_loop()
         last = "no attempt"
+        healthy_left = False  # the last failure left another URL healthy: retry there at once
         for attempt in range(self.max_retries + 1):
-            if attempt:
+            if attempt and not healthy_left:
                 delay = self.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
                 await asyncio.sleep(min(delay, 60.0))
             i = self._pick()
@@ -131,17 +142,20 @@ class OpenAIPolicy:
                 resp = await asyncio.wait_for(client.post(url, json=body), self.request_timeout_s)
             except (httpx.TransportError, asyncio.TimeoutError) as e:
                 last = f"{url}: {type(e).__name__}: {e}".rstrip(": ")
+                healthy_left = self._failed(i, attempt)
                 continue
             finally:
                 self._in_flight[i] -= 1
             latency = time.perf_counter() - t0
             if resp.status_code in RETRY_STATUS:
                 last = f"{url}: HTTP {resp.status_code}: {resp.text[:200]}"
+                healthy_left = self._failed(i, attempt)
                 continue
             if resp.status_code == 400 and any(h in resp.text.lower() for h in _CONTEXT_HINTS):
                 raise ContextLimitError(f"{url}: prompt exceeds the model's context: {resp.text[:200]}")
             if resp.status_code != 200:
                 raise PolicyError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
+            self._down_until[i] = 0.0
             try:
                 return parse_response(resp.json(), latency)
             except (ValueError, KeyError, IndexError, TypeError) as e:

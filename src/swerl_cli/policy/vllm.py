@@ -1,18 +1,24 @@
-"""`vllm` policy: the offline vLLM engine in-process (optional extra `swerl[vllm]`, GPU only, imported lazily)."""
+"""`vllm` policy: vLLM's async engine in-process (optional extra `swerl[vllm]`, GPU only, imported lazily).
+
+Every episode's request goes to one `AsyncLLM` engine as soon as it is made, so the concurrent episodes of a collect
+run are batched continuously on the GPU (a turn that ends early frees its slot at once); nothing waits on a lock.
+Prompts are rendered with the checkpoint's chat template to token ids here, so the record's `prompt_token_ids` are
+exactly what the engine saw, and the sampled ids and their logprobs come back from the engine unchanged.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import threading
+import itertools
 import time
 from typing import Any
 
 from swerl_cli.errors import ConfigError, PolicyError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
+from swerl_cli.policy.hf import load_tokenizer, parse_tool_calls, render_ids
 
 
 class VLLMPolicy:
-    """One `vllm.LLM` engine; prompts are rendered with its tokenizer's chat template, ids and logprobs exact."""
+    """One vLLM `AsyncLLM` engine built from `AsyncEngineArgs(model=..., **engine_kwargs)` on first use."""
 
     name = "vllm"
 
@@ -21,60 +27,54 @@ class VLLMPolicy:
             raise ConfigError("the vllm policy needs --model (a save_pretrained directory or hub id)")
         self.model = model
         self.version = version
-        self.engine_kwargs = engine_kwargs or {}
-        self._llm: Any = None
-        self._lock = threading.Lock()
+        self.engine_kwargs = dict(engine_kwargs or {})
+        self._engine: Any = None
+        self._tok: Any = None
+        self._request_ids = itertools.count()
 
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
-        return {"backend": self.name, "model": self.model, "version": self.version or self.model}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "version": self.version or self.model,
+            "engine_args": dict(self.engine_kwargs),
+        }
 
-    def _engine(self) -> Any:
-        if self._llm is None:
-            try:
-                from vllm import LLM
-            except ImportError:
-                raise PolicyError("the vllm backend needs vLLM on a GPU host: pip install 'swerl[vllm]'") from None
-            self._llm = LLM(model=self.model, **self.engine_kwargs)
-        return self._llm
+    def _start(self) -> None:
+        """Build the engine and tokenizer (inside the running event loop: the engine's output task lives there)."""
+        if self._engine is not None:
+            return
+        try:
+            from vllm.engine.arg_utils import AsyncEngineArgs
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError:
+            raise PolicyError("the vllm backend needs vLLM on a GPU host: pip install 'swerl[vllm]'") from None
+        self._tok = load_tokenizer(self.model)
+        try:
+            self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **self.engine_kwargs))
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise PolicyError(f"cannot start vLLM for {self.model}: {str(e).splitlines()[0]}") from None
 
-    def _generate(self, messages: list[dict[str, Any]], sampling: Sampling, tools: Any, max_context: int | None):
-        from vllm import SamplingParams
+    def sampling_params(self, sampling: Sampling, max_new: int) -> Any:
+        """vLLM SamplingParams with every knob explicit (no generation-config defaults), the sampled token's
+        logprob per position, and only the final output delivered."""
+        from vllm.sampling_params import RequestOutputKind, SamplingParams
 
-        from swerl_cli.policy.hf import render_ids
-
-        with self._lock:
-            llm = self._engine()
-            t0 = time.perf_counter()
-            prompt = render_ids(llm.get_tokenizer(), messages, add_generation_prompt=True, tools=tools)
-            max_new = sampling.max_new_tokens
-            if max_context is not None:
-                max_new = min(max_new, max_context - len(prompt))
-                if max_new <= 0:
-                    raise ContextLimitError(f"prompt of {len(prompt)} tokens fills the context of {max_context}")
-            params = SamplingParams(
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                top_k=sampling.top_k,
-                min_p=sampling.min_p,
-                repetition_penalty=sampling.repetition_penalty,
-                max_tokens=max_new,
-                seed=sampling.seed,
-                logprobs=0,
-                stop=list(sampling.stop) or None,
-            )
-            out = llm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)[0].outputs[0]
-            ids = list(out.token_ids)
-            logprobs = [float(step[t].logprob) for step, t in zip(out.logprobs or [], ids, strict=False)] or None
-            finish = "length" if out.finish_reason == "length" else "stop"
-            return Completion(
-                text=out.text,
-                token_ids=ids,
-                logprobs=logprobs,
-                finish_reason=finish,
-                prompt_token_ids=prompt,
-                latency_s=time.perf_counter() - t0,
-            )
+        return SamplingParams(
+            n=1,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            min_p=sampling.min_p,
+            repetition_penalty=sampling.repetition_penalty,
+            max_tokens=max_new,
+            seed=sampling.seed,
+            logprobs=0,
+            stop=list(sampling.stop) or None,
+            skip_special_tokens=True,
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
 
     async def acomplete(
         self,
@@ -84,10 +84,57 @@ class VLLMPolicy:
         tools: list[dict[str, Any]] | None = None,
         episode: EpisodeInfo | None = None,
     ) -> Completion:
-        """Generate in a worker thread; the engine serialises requests."""
+        """Submit one request to the shared engine and await its final output."""
+        self._start()
+        t0 = time.perf_counter()
+        prompt = render_ids(self._tok, messages, add_generation_prompt=True, tools=tools)
+        max_new = sampling.max_new_tokens
         max_context = episode.max_context_tokens if episode is not None else None
-        return await asyncio.to_thread(self._generate, messages, sampling, tools, max_context)
+        if max_context is not None:
+            max_new = min(max_new, max_context - len(prompt))
+            if max_new <= 0:
+                raise ContextLimitError(f"prompt of {len(prompt)} tokens fills the context of {max_context}")
+        rid = f"swerl-{next(self._request_ids)}"
+        if episode is not None:
+            rid += f"-{episode.instance_id}-{episode.sample}"
+        final = None
+        try:
+            async for out in self._engine.generate(
+                {"prompt_token_ids": prompt}, self.sampling_params(sampling, max_new), rid
+            ):
+                final = out
+        except ValueError as e:  # vLLM rejects prompts longer than max_model_len with a ValueError
+            text = str(e)
+            if "longer than the maximum model length" in text or "max_model_len" in text:
+                raise ContextLimitError(f"prompt of {len(prompt)} tokens: {text.splitlines()[0]}") from None
+            raise PolicyError(f"vLLM rejected the request: {text.splitlines()[0]}") from None
+        if final is None or not final.outputs:
+            raise PolicyError(f"vLLM returned no output for request {rid}")
+        return completion_from_output(final.outputs[0], prompt, tools, time.perf_counter() - t0)
 
     async def aclose(self) -> None:
-        """Release the engine."""
-        self._llm = None
+        """Shut the engine down (its worker processes exit)."""
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None
+
+
+def completion_from_output(out: Any, prompt: list[int], tools: Any, latency_s: float) -> Completion:
+    """A Completion from a vLLM CompletionOutput: ids as sampled, each one's logprob from the per-position dicts."""
+    ids = list(out.token_ids)
+    steps = out.logprobs or []
+    logprobs = [float(step[t].logprob) for step, t in zip(steps, ids, strict=False)] if steps else None
+    if logprobs is not None and len(logprobs) != len(ids):
+        logprobs = None  # misaligned: keep ids exact rather than guess
+    finish = "length" if out.finish_reason == "length" else "stop"
+    calls = parse_tool_calls(out.text) if tools else None
+    return Completion(
+        text=out.text,
+        token_ids=ids,
+        logprobs=logprobs,
+        finish_reason="tool_calls" if calls else finish,
+        prompt_token_ids=prompt,
+        tool_calls=calls,
+        usage={"prompt_tokens": len(prompt), "completion_tokens": len(ids)},
+        latency_s=latency_s,
+    )

@@ -1,0 +1,141 @@
+"""The `vllm` policy's adapter against a stand-in engine (tests/agent/fake_vllm.py); the real engine: tests/gpu/."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from swerl_cli.policy.base import ContextLimitError, EpisodeInfo, Sampling
+from swerl_cli.policy.hf import load_tokenizer, render_ids
+from swerl_cli.policy.tokens import rebuild_sequence
+from swerl_cli.policy.vllm import VLLMPolicy
+from tests.agent import fake_vllm
+from tests.conftest import EXAMPLES
+
+MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Fix the bug."}]
+
+
+def episode(i: int, max_context: int | None = None) -> EpisodeInfo:
+    return EpisodeInfo(f"task-{i}", 0, "run0", {}, max_context)
+
+
+def run(coro_fn):
+    return asyncio.run(coro_fn())
+
+
+def test_concurrent_requests_reach_the_engine_together_with_explicit_sampling(tiny_model, monkeypatch):
+    engine_cls = fake_vllm.install(monkeypatch)
+    policy = VLLMPolicy(str(tiny_model), engine_kwargs={"tensor_parallel_size": 1, "dtype": "bfloat16"})
+    sampling = Sampling(max_new_tokens=64, seed=7)
+
+    async def main():
+        try:
+            return await asyncio.gather(*(policy.acomplete(MESSAGES, sampling, episode=episode(i)) for i in range(8)))
+        finally:
+            await policy.aclose()
+
+    comps = run(main)
+    (engine,) = engine_cls.instances
+    assert engine.in_flight_max == 8  # continuously batched, not one request at a time
+    assert engine.is_shut_down
+    assert engine.args.model == str(tiny_model)
+    assert engine.args.kwargs == {"tensor_parallel_size": 1, "dtype": "bfloat16"}
+    prompt = render_ids(load_tokenizer(str(tiny_model)), MESSAGES, add_generation_prompt=True)
+    ids_sent, params, _ = engine.requests[0]
+    assert ids_sent == prompt
+    assert len({rid for _, _, rid in engine.requests}) == 8
+    assert (params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty) == (
+        1.0,
+        1.0,
+        -1,
+        0.0,
+        1.0,
+    )
+    assert (params.max_tokens, params.seed, params.logprobs, params.output_kind.name) == (64, 7, 0, "FINAL_ONLY")
+    for c in comps:
+        assert c.prompt_token_ids == prompt
+        assert c.text == "ok\n```command\nsubmit\n```"
+        assert c.finish_reason == "stop"
+        assert c.logprobs == pytest.approx([-0.01 * (i + 1) for i in range(len(c.token_ids))])
+
+
+def test_context_budget_and_engine_length_limit_become_context_limit(tiny_model, monkeypatch):
+    engine_cls = fake_vllm.install(monkeypatch)
+    policy = VLLMPolicy(str(tiny_model))
+    n_prompt = len(render_ids(load_tokenizer(str(tiny_model)), MESSAGES, add_generation_prompt=True))
+
+    async def ask(max_context: int | None):
+        return await policy.acomplete(MESSAGES, Sampling(max_new_tokens=4096), episode=episode(0, max_context))
+
+    async def main():
+        try:
+            short = await ask(n_prompt + 5)  # the remaining budget caps max_tokens: a 'length' finish
+            with pytest.raises(ContextLimitError, match="fills the context"):
+                await ask(n_prompt)
+            engine_cls.max_model_len = n_prompt - 1
+            with pytest.raises(ContextLimitError, match="maximum model length"):
+                await ask(None)
+            return short
+        finally:
+            engine_cls.max_model_len = 4096
+            await policy.aclose()
+
+    short = run(main)
+    assert (len(short.token_ids), short.finish_reason) == (5, "length")
+
+
+def test_tools_format_parses_hermes_tool_calls(tiny_model, monkeypatch):
+    engine_cls = fake_vllm.install(monkeypatch)
+    monkeypatch.setattr(
+        engine_cls, "script", ['Look.\n<tool_call>{"name": "execute", "arguments": {"command": "ls"}}</tool_call>']
+    )
+    tools = [{"type": "function", "function": {"name": "execute", "parameters": {"type": "object"}}}]
+    policy = VLLMPolicy(str(tiny_model))
+
+    async def main():
+        try:
+            return await policy.acomplete(MESSAGES, Sampling(), tools=tools, episode=episode(0))
+        finally:
+            await policy.aclose()
+
+    comp = run(main)
+    assert comp.finish_reason == "tool_calls"
+    assert comp.tool_calls[0]["function"] == {"name": "execute", "arguments": json.dumps({"command": "ls"})}
+
+
+@pytest.mark.docker
+def test_collect_with_the_vllm_policy_records_token_exact_turns(tiny_model, monkeypatch, tmp_path):
+    from swerl_cli.collect import CollectConfig, collect_records
+    from swerl_cli.jsonl import read_records
+
+    engine_cls = fake_vllm.install(monkeypatch)
+    monkeypatch.setattr(engine_cls, "script", ["Look.\n```command\nls\n```", "Done.\n```command\nsubmit\n```"])
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join((EXAMPLES / "tasks.jsonl").read_text().splitlines(keepends=True)[:2]))
+    cfg = CollectConfig(
+        policy="vllm",
+        model=str(tiny_model),
+        samples=2,
+        concurrency=4,
+        tensor_parallel_size=2,
+        gpu_memory_utilization=0.5,
+        vllm_engine_args={"enable_prefix_caching": True},
+        run="vllm-fake",
+    )
+    out: list[dict] = []
+    collect_records(read_records(str(tasks)), cfg, out.append)
+    (engine,) = engine_cls.instances
+    kwargs = {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.5, "enable_prefix_caching": True}
+    assert engine.args.kwargs == kwargs
+    assert engine.in_flight_max >= 2
+    assert len(out) == 4
+    tok = load_tokenizer(str(tiny_model))
+    for r in out:
+        assert r["exit_status"] == "submitted", r["error"]
+        assert r["policy"]["backend"] == "vllm"
+        assert all(t["prefix_ok"] for t in r["turns"])
+        fresh = render_ids(tok, r["messages"], add_generation_prompt=False)
+        seq = rebuild_sequence(r["turns"])
+        assert fresh[: len(seq)] == seq
