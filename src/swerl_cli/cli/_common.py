@@ -32,6 +32,16 @@ OUTPUT = Annotated[
         help="Write records to this file atomically (temp file + rename) instead of stdout.",
     ),
 ]
+# Slow stages (collect, grade) append and flush each record as it finishes, so an interrupted run keeps its work.
+APPEND_OUTPUT = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="PATH",
+        help="Write records to this file, each flushed as it finishes (a fresh run empties it first; see --resume).",
+    ),
+]
 CONFIG = Annotated[
     str | None,
     typer.Option("--config", "-c", metavar="YAML", help="YAML config file; explicit flags override its values."),

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUT, OUTPUT, boundary, err_console
+from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUT, boundary, err_console
 from swerl_cli.errors import ConfigError
 
 Opt = typer.Option
@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 @boundary("collect")
 def _collect(
     input: INPUT = "-",
-    output: OUTPUT = None,
+    output: APPEND_OUTPUT = None,
     config: CONFIG = None,
     policy: Annotated[str | None, Opt(help="Policy backend: openai, hf, vllm, gold, replay.")] = None,
     model: Annotated[str | None, Opt(help="Model name (openai) or checkpoint directory (hf, vllm).")] = None,

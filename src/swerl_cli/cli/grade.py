@@ -8,7 +8,7 @@ from typing import Annotated
 import orjson
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, err_console
 from swerl_cli.config import resolve_config
 from swerl_cli.errors import ConfigError
 from swerl_cli.grading.engine import grade_records, load_tasks
@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
 @boundary("grade")
 def _grade(
     inputs: INPUTS = None,
-    output: OUTPUT = None,
+    output: APPEND_OUTPUT = None,
     config: CONFIG = None,
     tasks: Annotated[str | None, typer.Option(metavar="FILE", help="Task records for prediction rows.")] = None,
     workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes graded in parallel [default: 1].")] = None,

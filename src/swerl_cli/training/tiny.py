@@ -133,11 +133,19 @@ def train_tokenizer(seed: int = 0, vocab_size: int = VOCAB_SIZE):
 
 
 def build_tiny_model(
-    out_dir: Path | str, seed: int = 0, *, hidden_size: int = 64, num_layers: int = 2, intermediate_size: int = 128
+    out_dir: Path | str,
+    seed: int = 0,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    intermediate_size: int = 128,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
 ) -> Path:
     """Write tokenizer + random-weight Qwen2 (default hidden 64, 2 layers) to `out_dir` with save_pretrained.
 
-    The size knobs let benchmarks build a compute-bound model (e.g. hidden 256, 4 layers) through the same code.
+    The size knobs let benchmarks build a compute-bound model (e.g. hidden 256, 4 layers) and the GPU tests a
+    Qwen2.5-0.5B-shaped one (hidden 896, 24 layers, 14 heads, 2 KV heads, MLP 4864) through the same code.
     """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
@@ -152,8 +160,8 @@ def build_tiny_model(
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
         num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
         max_position_embeddings=32768,
         tie_word_embeddings=True,
         bos_token_id=None,
