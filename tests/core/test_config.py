@@ -54,3 +54,24 @@ def test_load_yaml_reports_line_of_syntax_error(tmp_path):
     p.write_text("a: 1\nb: [\n")
     with pytest.raises(ConfigError, match=r"bad.yaml:\d+: not valid YAML"):
         resolve_config(_Cfg, p)
+
+
+def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):
+    from swerl_cli.collect import CollectConfig, build_policy
+
+    p = tmp_path / "stage2.yaml"
+    p.write_text(
+        "policy: vllm\nmodel: /ckpt\ntensor_parallel_size: 8\nvllm_engine_args:\n  max_model_len: 131072\n"
+        "  hf_overrides: {rope_scaling: {rope_type: yarn, factor: 4.0}}\n"
+    )
+    cfg = resolve_config(CollectConfig, p, gpu_memory_utilization=0.8)
+    policy = build_policy(cfg)  # the engine itself starts only on the first request
+    assert policy.engine_kwargs == {
+        "tensor_parallel_size": 8,
+        "gpu_memory_utilization": 0.8,
+        "max_model_len": 131072,
+        "hf_overrides": {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+    }
+    p.write_text("vllm_engine_args: max_model_len=131072\n")
+    with pytest.raises(ConfigError, match=r"stage2.yaml: field 'vllm_engine_args': expected dict"):
+        resolve_config(CollectConfig, p)

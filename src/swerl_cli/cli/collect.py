@@ -75,13 +75,13 @@ def _collect(
     skip = existing_ids(output) if resume and output else set()
     # Every task is validated and the policy configured before the output is touched: bad input loses nothing.
     jobs = plan_jobs(read_records(input), cfg, skip)
-    policy_ = build_policy(cfg)
+    backend = build_policy(cfg)
     if output and not resume:
         open(output, "wb").close()  # a fresh run; records are appended and flushed one by one from here
     progress = _Progress(len(skip))
     with RecordWriter(output, append=bool(output), flush_each=True) as out:
         with progress:
-            run_jobs(jobs, cfg, out.write, on_event=progress.event, policy=policy_)
+            run_jobs(jobs, cfg, out.write, on_event=progress.event, policy=backend)
     err_console.print(f"swerl collect: {progress.summary()}")
 
 
