@@ -13,7 +13,7 @@ import asyncio
 import enum
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -39,10 +39,8 @@ class SamplingParams:
     output_kind: RequestOutputKind = RequestOutputKind.CUMULATIVE
 
 
-@dataclass
 class AsyncEngineArgs:
-    model: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keeps what it was given, so tests can check the engine arguments collect passed."""
 
     def __init__(self, model: str, **kwargs: Any):
         self.model, self.kwargs = model, kwargs

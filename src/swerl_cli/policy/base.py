@@ -77,6 +77,18 @@ class ContextLimitError(PolicyError):
     """The prompt no longer fits the model's context: the episode ends with exit_status `context_limit`."""
 
 
+def reply_budget(n_prompt: int, sampling: Sampling, max_context: int | None) -> int:
+    """Tokens the next reply may take: `max_new_tokens`, capped by what is left of the context budget.
+
+    Raises ContextLimitError when the prompt alone fills the budget (local backends know the prompt length).
+    """
+    if max_context is None:
+        return sampling.max_new_tokens
+    if n_prompt >= max_context:
+        raise ContextLimitError(f"prompt of {n_prompt} tokens fills the context of {max_context}")
+    return min(sampling.max_new_tokens, max_context - n_prompt)
+
+
 @runtime_checkable
 class Policy(Protocol):
     """Anything that completes a chat: an OpenAI-compatible server, vLLM offline, transformers, gold, replay.

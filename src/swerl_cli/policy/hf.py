@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.errors import ConfigError, PolicyError
-from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
@@ -119,11 +119,7 @@ class HFPolicy:
             self._load()
             t0 = time.perf_counter()
             prompt = render_ids(self._tok, messages, add_generation_prompt=True, tools=tools)
-            max_new = sampling.max_new_tokens
-            if max_context is not None:
-                max_new = min(max_new, max_context - len(prompt))
-                if max_new <= 0:
-                    raise ContextLimitError(f"prompt of {len(prompt)} tokens fills the context of {max_context}")
+            max_new = reply_budget(len(prompt), sampling, max_context)
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)
             pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else min(self._eos, default=0)

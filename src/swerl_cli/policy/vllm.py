@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from swerl_cli.errors import ConfigError, PolicyError
-from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
+from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.hf import load_tokenizer, parse_tool_calls, render_ids
 
 
@@ -88,12 +88,7 @@ class VLLMPolicy:
         self._start()
         t0 = time.perf_counter()
         prompt = render_ids(self._tok, messages, add_generation_prompt=True, tools=tools)
-        max_new = sampling.max_new_tokens
-        max_context = episode.max_context_tokens if episode is not None else None
-        if max_context is not None:
-            max_new = min(max_new, max_context - len(prompt))
-            if max_new <= 0:
-                raise ContextLimitError(f"prompt of {len(prompt)} tokens fills the context of {max_context}")
+        max_new = reply_budget(len(prompt), sampling, episode.max_context_tokens if episode is not None else None)
         rid = f"swerl-{next(self._request_ids)}"
         if episode is not None:
             rid += f"-{episode.instance_id}-{episode.sample}"
