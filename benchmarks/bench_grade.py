@@ -74,7 +74,7 @@ def main() -> None:
         try:
             with ThreadPoolExecutor(level) as pool:
                 list(pool.map(lambda i: _hold(tasks[i % len(tasks)], i), range(level)))
-        except Exception as e:  # noqa: BLE001 - the first failing level ends the ramp
+        except Exception as e:  # the first failing level ends the ramp
             print(f"  {level:>3}: FAILED ({str(e).splitlines()[0][:100]})")
             break
         print(f"  {level:>3}: ok in {time.perf_counter() - t0:.1f} s")

@@ -24,7 +24,7 @@ def _open_binary(src: str) -> tuple[IO[bytes], str]:
         return sys.stdin.buffer, "<stdin>"
     path = Path(src)
     try:
-        fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by the caller
+        fh: IO[bytes] = open(path, "rb")  # closed by the caller
     except FileNotFoundError:
         raise InputError(src, None, None, "no such file") from None
     except IsADirectoryError:
@@ -59,7 +59,7 @@ def iter_raw_fh(fh: Iterable[bytes], name: str) -> Iterator[tuple[str, int, byte
     """Yield (source name, line number, raw line with its newline if any) for non-blank lines of a binary file."""
     n = 0
     try:
-        for n, raw in enumerate(fh, 1):  # noqa: B007 - n is used after the loop for the error line
+        for n, raw in enumerate(fh, 1):  # n is used after the loop for the error line
             if not raw.isspace():
                 yield name, n, raw
     except (OSError, EOFError) as e:  # a corrupt or truncated .gz, or an unreadable device
@@ -171,11 +171,11 @@ class RecordWriter:
         elif self.append:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _truncate_partial_line(self.path)
-            self._fh = open(self.path, "ab")  # noqa: SIM115
+            self._fh = open(self.path, "ab")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            self._fh = open(self._tmp, "wb")  # noqa: SIM115
+            self._fh = open(self._tmp, "wb")
         return self
 
     def write(self, obj: Any) -> None:

@@ -73,7 +73,7 @@ def _parquet_rows(path: str) -> Iterator[Located]:
         pf = pq.ParquetFile(path)
     except FileNotFoundError:
         raise InputError(path, None, None, "no such file") from None
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+    except Exception as e:  # pyarrow raises several types for a bad file
         raise InputError(path, None, None, f"not a readable parquet file: {e}") from None
     i = 0
     for batch in pf.iter_batches(batch_size=512):

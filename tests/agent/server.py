@@ -39,7 +39,7 @@ class TinyServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status, payload = server.handle(self.path, body)
                 data = json.dumps(payload).encode()

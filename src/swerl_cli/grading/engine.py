@@ -145,7 +145,7 @@ def _abort(pool: ThreadPoolExecutor, pending: dict[Future[Any], Job], run_id: st
             from swerl_cli.sandbox.docker import prune
 
             prune(run_id)
-        except Exception:  # noqa: BLE001 - no engine (local backend) or engine gone: nothing to prune
+        except Exception:  # no engine (local backend) or engine gone: nothing to prune
             pass
     finally:
         if old is not None:

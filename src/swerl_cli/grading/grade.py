@@ -107,7 +107,7 @@ def _pytest_results(sb: Any, log: str, task: Task) -> tuple[dict[str, str], str]
     if xml.exit_code == 0 and xml.output.strip():
         try:
             status_map = parse_junit(xml.output, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
-        except Exception:  # noqa: BLE001 - a malformed XML falls back to the text log
+        except Exception:  # a malformed XML falls back to the text log
             status_map = {}
         if status_map:
             return status_map, "junit"

@@ -92,7 +92,7 @@ def build_image(
         )
     except SandboxError:
         raise
-    except Exception as e:  # noqa: BLE001 - docker API errors become one line
+    except Exception as e:  # docker API errors become one line
         raise SandboxError(f"{task.instance_id}: building {task.image} failed: {str(e).splitlines()[0]}") from None
     finally:
         if container is not None:

@@ -32,7 +32,7 @@ def docker_client() -> Any:
             try:
                 _client = docker.from_env(timeout=120, max_pool_size=128)
                 _client.ping()
-            except Exception as e:  # noqa: BLE001 - any failure here means "no usable engine"
+            except Exception as e:  # any failure here means "no usable engine"
                 _client = None
                 raise SandboxError(f"no Docker engine reachable ({e}); start one or use --sandbox local") from None
         return _client
@@ -92,7 +92,7 @@ class _AttachTransport:
         script += "; true"
         try:
             self.client.api.exec_start(self.client.api.exec_create(self.cid, ["bash", "-c", script], user="root")["Id"])
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise SandboxError(f"could not interrupt the command: {e}") from None
 
     def restart_shell(self) -> int | None:
@@ -102,14 +102,14 @@ class _AttachTransport:
         try:
             try:
                 code = api.wait(self.cid, timeout=2)["StatusCode"]
-            except Exception:  # noqa: BLE001 - still running: a stuck shell
+            except Exception:  # still running: a stuck shell
                 with contextlib.suppress(Exception):
                     api.kill(self.cid)
                 code = None
                 api.wait(self.cid, timeout=30)
             self._attach()
             api.start(self.cid)
-        except Exception as e:  # noqa: BLE001 - the container itself is gone
+        except Exception as e:  # the container itself is gone
             raise SandboxError(f"sandbox container is gone: {e}") from None
         return code
 
@@ -177,7 +177,7 @@ class DockerSandbox:
         except SandboxError:
             self.close()
             raise
-        except Exception as e:  # noqa: BLE001 - docker.errors.* and socket errors become one line
+        except Exception as e:  # docker.errors.* and socket errors become one line
             self.close()
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise SandboxError(f"could not start sandbox from image {task.image!r}: {msg}") from None

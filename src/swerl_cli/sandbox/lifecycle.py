@@ -40,7 +40,7 @@ def sweep() -> int:
     for close in closers:
         try:
             close()
-        except Exception:  # noqa: BLE001 - best effort at teardown; the label-based prune is the backstop
+        except Exception:  # best effort at teardown; the label-based prune is the backstop
             pass
     return len(closers)
 

@@ -139,7 +139,7 @@ def _run_dapo(
     try:
         if dist.is_main():
             metrics_file.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(metrics_file, "w")  # noqa: SIM115 - closed in finally
+            fh = open(metrics_file, "w")  # closed in finally
         t0 = time.perf_counter()
         diff_by_step = _old_logprob_pass(engine, plans, samples, rank, pad, cfg)
         timing["old_logprob_pass_s"] = time.perf_counter() - t0

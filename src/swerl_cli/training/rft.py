@@ -55,7 +55,7 @@ class MetricsLog:
         if start > 0 and path.exists():
             kept = [ln for ln in path.read_bytes().splitlines(keepends=True) if _step_of(ln) <= start]
         path.write_bytes(b"".join(kept))
-        self.fh = open(path, "ab")  # noqa: SIM115 - closed in close()
+        self.fh = open(path, "ab")  # closed in close()
         if report_to == "tensorboard":
             try:
                 from torch.utils.tensorboard import SummaryWriter
