@@ -20,7 +20,7 @@ TARGET = ROOT / "docs" / "cli.md"
 EXIT_CODES = """| code | meaning |
 | --- | --- |
 | 0 | success (records that failed as data, e.g. `grade.status: error`, still count as success) |
-| 1 | runtime failure: Docker or a policy server unavailable, training crashed, command not implemented yet |
+| 1 | runtime failure: Docker or a policy server unavailable, training crashed, an optional package missing |
 | 2 | bad flags (usage error) |
 | 3 | bad input data or config: one stderr line naming file, line and field |
 | 130 | interrupted (Ctrl-C) |

@@ -43,5 +43,50 @@ class PolicyError(SwerlError):
     """The policy backend failed (server down, bad response, model not loadable)."""
 
 
-class NotImplementedYetError(SwerlError):
-    """A command whose implementation has not landed yet."""
+# Optional dependencies: top-level module -> the install command that provides it. A command that needs one of
+# them and finds it missing reports this one line (cli._common.boundary), not an ImportError traceback.
+OPTIONAL_DEPENDENCIES = {
+    **dict.fromkeys(
+        ("torch", "transformers", "tokenizers", "accelerate", "safetensors", "deepspeed", "numpy"),
+        "pip install 'swerl[train]'",
+    ),
+    "matplotlib": "pip install 'swerl[plot]'",
+    "pyarrow": "pip install 'swerl[parquet]'",
+    "vllm": "pip install 'swerl[vllm]'",
+    "ray": "pip install 'ray[default]'",
+    "wandb": "pip install wandb",
+    "tensorboard": "pip install tensorboard",
+}
+
+
+class MissingDependencyError(SwerlError):
+    """An optional package the command needs is not installed; the message carries the install command."""
+
+
+def missing_dependency(err: ModuleNotFoundError) -> MissingDependencyError | None:
+    """The one-line error for a known optional package that is not installed, or None (then it is a bug).
+
+    >>> str(missing_dependency(ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib.pyplot")))
+    "this needs matplotlib, which is not installed: pip install 'swerl[plot]'"
+    """
+    import importlib.util
+
+    top = (err.name or "").split(".")[0]
+    install = OPTIONAL_DEPENDENCIES.get(top)
+    if install is None or (top != err.name and importlib.util.find_spec(top) is not None):
+        return None  # not optional, or installed but lacking a submodule (a version mismatch, not a missing package)
+    return MissingDependencyError(f"this needs {top}, which is not installed: {install}")
+
+
+def require_modules(*names: str) -> None:
+    """Import optional packages up front, so a missing one fails before any work with its install command."""
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            missing = missing_dependency(e)
+            if missing is None:
+                raise
+            raise missing from None

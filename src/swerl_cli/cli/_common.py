@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from swerl_cli.errors import EXIT_INTERRUPTED, SwerlError
+from swerl_cli.errors import EXIT_INTERRUPTED, SwerlError, missing_dependency
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +56,8 @@ def debug_enabled() -> bool:
 def boundary(name: str) -> Callable[[F], F]:
     """Wrap a command so a SwerlError becomes one stderr line and its exit code, never a traceback.
 
-    Also: Ctrl-C exits 130 quietly, and a closed stdout pipe (`swerl ... | head -1`) exits 0 quietly.
+    Also: a missing optional package (matplotlib for --plot, torch, vllm, ray...) is one line with the install
+    command; Ctrl-C exits 130 quietly, and a closed stdout pipe (`swerl ... | head -1`) exits 0 quietly.
     """
 
     def deco(fn: F) -> F:
@@ -69,6 +70,12 @@ def boundary(name: str) -> Callable[[F], F]:
                     raise
                 err_console.print(f"swerl {name}: {err}")
                 raise typer.Exit(err.exit_code) from None
+            except ModuleNotFoundError as err:
+                missing = missing_dependency(err)
+                if missing is None or debug_enabled():
+                    raise
+                err_console.print(f"swerl {name}: {missing}")
+                raise typer.Exit(missing.exit_code) from None
             except KeyboardInterrupt:
                 if debug_enabled():
                     raise

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swerl_cli.cli._common import INPUTS, boundary, err_console
+from swerl_cli.errors import require_modules
 from swerl_cli.evaluation import Report, evaluate_file, plot_reports, short_labels
 from swerl_cli.jsonl import RecordWriter
 
@@ -37,6 +38,8 @@ def _eval(
         bool, typer.Option("--errors-as-failures", help="Count infra errors as unresolved samples.")
     ] = False,
 ) -> None:
+    if plot:
+        require_modules("matplotlib")
     reports = [evaluate_file(f, errors_as_failures=errors_as_failures) for f in (files or ["-"])]
     if as_json:
         with RecordWriter(None) as out:
