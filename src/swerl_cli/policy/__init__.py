@@ -1,4 +1,8 @@
-"""Policies behind one protocol; BACKENDS (short name -> import path) is the only registry."""
+"""Policies behind one protocol; BACKENDS (short name -> import path) is the only registry.
+
+Each backend class builds itself from the collect config (`from_config(cfg)`), so adding a backend is one
+registry line plus its class: nothing else branches on backend names.
+"""
 
 from __future__ import annotations
 
@@ -22,3 +26,8 @@ def policy_class(name: str) -> Any:
         raise ConfigError(f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}")
     module, _, attr = BACKENDS[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def build_policy(cfg: Any) -> Any:
+    """Instantiate the backend `cfg.policy` names from the config (heavy backends import their libraries lazily)."""
+    return policy_class(cfg.policy).from_config(cfg)

@@ -95,6 +95,8 @@ class Policy(Protocol):
 
     `acomplete` is a coroutine so one process drives many episodes; local backends run their model in a thread.
     `describe()` returns the `policy` record fields it owns (backend, model, version, base_urls...).
+    A backend registered in `swerl_cli.policy.BACKENDS` also has `from_config(cfg)`, a classmethod building it from
+    the collect config (`build_policy` calls it).
     """
 
     name: str

@@ -67,6 +67,11 @@ class HFPolicy:
 
     name = "hf"
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> HFPolicy:
+        """Built from the collect config."""
+        return cls(cfg.model or "", device=cfg.device, version=cfg.policy_version)
+
     def __init__(self, model: str, *, device: str = "cpu", version: str | None = None):
         if not model:
             raise ConfigError("the hf policy needs --model PATH (a save_pretrained directory)")

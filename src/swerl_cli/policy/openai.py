@@ -10,6 +10,7 @@ per cool-down instead of half of all attempts.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from typing import Any
@@ -27,6 +28,20 @@ class OpenAIPolicy:
     """Chat completions over HTTP; `vllm_extras` sends top_k/min_p/repetition_penalty and asks for token ids."""
 
     name = "openai"
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> OpenAIPolicy:
+        """Built from the collect config (the API key falls back to $OPENAI_API_KEY)."""
+        return cls(
+            cfg.model or "default",
+            list(cfg.base_url),
+            api_key=cfg.api_key or os.environ.get("OPENAI_API_KEY"),
+            request_timeout_s=cfg.request_timeout_s,
+            max_retries=cfg.max_retries,
+            backoff_s=cfg.backoff_s,
+            vllm_extras=cfg.vllm_extras,
+            version=cfg.policy_version,
+        )
 
     def __init__(
         self,

@@ -15,6 +15,11 @@ class ReplayPolicy:
 
     name = "replay"
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> ReplayPolicy:
+        """Built from `--replay FILE`."""
+        return cls(cfg.replay or "")
+
     def __init__(self, path: str):
         if not path:
             raise ConfigError("the replay policy needs --replay FILE (trajectory records to re-play)")

@@ -22,6 +22,13 @@ class VLLMPolicy:
 
     name = "vllm"
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> VLLMPolicy:
+        """Built from the collect config: the GPU flags first, then any `vllm_engine_args` from YAML."""
+        engine = dict(tensor_parallel_size=cfg.tensor_parallel_size, gpu_memory_utilization=cfg.gpu_memory_utilization)
+        engine.update(cfg.vllm_engine_args or {})
+        return cls(cfg.model or "", version=cfg.policy_version, engine_kwargs=engine)
+
     def __init__(self, model: str, *, version: str | None = None, engine_kwargs: dict[str, Any] | None = None):
         if not model:
             raise ConfigError("the vllm policy needs --model (a save_pretrained directory or hub id)")

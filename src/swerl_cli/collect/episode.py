@@ -1,0 +1,115 @@
+"""One episode job end to end, and the trajectory record it yields.
+
+`play_job` is the unit any executor runs (the in-process scheduler here; another executor may call it on a worker):
+it takes a job, the config, a policy and a future that resolves to the job's sandbox, runs the agent and returns
+the record. Closing the sandbox is the caller's (the scheduler closes in the background); `run_job` is the
+self-contained form that starts and closes the sandbox itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+from swerl_cli.agent.loop import EpisodeResult, initial_messages, run_episode
+from swerl_cli.agent.prompts import PromptConfig, load_prompts
+from swerl_cli.collect.config import CollectConfig
+from swerl_cli.collect.plan import Job, episode_id
+from swerl_cli.errors import SwerlError
+from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
+from swerl_cli.records import TRAJECTORY, schema_tag
+
+_EMPTY_STATS = {
+    "turns": 0,
+    "format_errors": 0,
+    "tokens_prompt": 0,
+    "tokens_generated": 0,
+    "tokens_total": 0,
+    "wall_s": 0.0,
+    "sandbox_s": 0.0,
+    "policy_s": 0.0,
+}
+
+
+def job_sampling(cfg: CollectConfig, sample: int) -> Sampling:
+    """The sampling parameters of one sample (a base seed becomes seed + sample)."""
+    sampling = cfg.sampling()
+    return sampling if cfg.seed is None else dataclasses.replace(sampling, seed=cfg.seed + sample)
+
+
+def policy_record(policy: Policy, cfg: CollectConfig, sampling: Sampling) -> dict[str, Any]:
+    """The trajectory's `policy` field."""
+    out = dict(policy.describe())
+    out.update(action_format=cfg.action_format, sampling=sampling.to_json(), biased_sampling=sampling.is_biased)
+    return out
+
+
+def trajectory_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampling, result: EpisodeResult) -> dict:
+    """The trajectory record of a finished (or failed) episode."""
+    task = job.task
+    return {
+        "id": episode_id(task.instance_id, cfg.run, job.sample),
+        "instance_id": task.instance_id,
+        "run": cfg.run,
+        "sample": job.sample,
+        "task": job.loc.obj,
+        "policy": policy_record(policy, cfg, sampling),
+        "messages": result.messages,
+        "turns": result.turns,
+        "patch": result.patch,
+        "exit_status": result.exit_status,
+        "error": result.error,
+        "stats": result.stats,
+        "schema": schema_tag(TRAJECTORY),
+    }
+
+
+def start_job_sandbox(job: Job, cfg: CollectConfig) -> Any:
+    """Start the job's sandbox (blocking; run it in a thread)."""
+    from swerl_cli.sandbox import start_sandbox
+
+    return start_sandbox(job.task, backend=cfg.sandbox, limits=cfg.sandbox_limits(), run_id=cfg.run)
+
+
+async def play_job(
+    job: Job,
+    cfg: CollectConfig,
+    policy: Policy,
+    starting: asyncio.Future[Any],
+    prompts: PromptConfig | None = None,
+) -> dict[str, Any]:
+    """Run the agent on `job` in the sandbox `starting` resolves to; any SwerlError becomes an error record."""
+    prompts = prompts or load_prompts(cfg.prompt_config)
+    settings = cfg.agent()
+    sampling = job_sampling(cfg, job.sample)
+    info = EpisodeInfo(job.task.instance_id, job.sample, cfg.run, job.loc.obj, cfg.max_context_tokens)
+    try:
+        result = await run_episode(job.loc.obj, policy, starting, sampling, prompts, settings, info)
+    except SwerlError as e:
+        messages = initial_messages(job.loc.obj, prompts, settings)
+        result = EpisodeResult(messages=messages, exit_status="error", error=f"{type(e).__name__}: {e}")
+        result.stats = dict(_EMPTY_STATS)
+    return trajectory_record(job, cfg, policy, sampling, result)
+
+
+async def close_when_started(starting: asyncio.Future[Any], gate: asyncio.Semaphore | None = None) -> None:
+    """Remove the sandbox once its start has finished (or do nothing if the start failed)."""
+    try:
+        sandbox = await asyncio.shield(starting)
+    except (SwerlError, asyncio.CancelledError):
+        return
+    if gate is None:
+        await asyncio.to_thread(sandbox.close)
+        return
+    async with gate:
+        await asyncio.to_thread(sandbox.close)
+
+
+async def run_job(job: Job, cfg: CollectConfig, policy: Policy, prompts: PromptConfig | None = None) -> dict:
+    """Start the job's sandbox, play the episode, remove the sandbox: one record (the form a remote worker runs)."""
+    starting = asyncio.ensure_future(asyncio.to_thread(start_job_sandbox, job, cfg))
+    try:
+        return await play_job(job, cfg, policy, starting, prompts)
+    finally:
+        await close_when_started(starting)

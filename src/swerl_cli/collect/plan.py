@@ -1,0 +1,36 @@
+"""The planner: task records x samples -> the episode jobs of this shard, minus the ids already done."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from swerl_cli.collect.config import CollectConfig
+from swerl_cli.records import Located, Task
+
+
+class Job(NamedTuple):
+    """One episode to run: the task record as read (with its location, for error messages), parsed, and a sample."""
+
+    loc: Located
+    task: Task
+    sample: int
+
+
+def episode_id(instance_id: str, run: str, sample: int) -> str:
+    """`{instance_id}/{run}/{sample}`, the trajectory id."""
+    return f"{instance_id}/{run}/{sample}"
+
+
+def plan_jobs(tasks: Iterable[Located], cfg: CollectConfig, skip_ids: set[str]) -> list[Job]:
+    """Validate tasks, keep this shard's, expand samples (task-major, so groups finish together), drop done ids."""
+    shard = cfg.shard_index()
+    jobs = []
+    for n, loc in enumerate(tasks):
+        task = Task.from_json(loc)
+        if shard is not None and n % shard[1] != shard[0]:
+            continue
+        for s in range(cfg.samples):
+            if episode_id(task.instance_id, cfg.run, s) not in skip_ids:
+                jobs.append(Job(loc, task, s))
+    return jobs
