@@ -24,7 +24,15 @@ import orjson
 from swerl_cli.errors import ConfigError, InputError
 from swerl_cli.expr import compile_expr, path_getter
 from swerl_cli.jsonl import STDIN, iter_raw, iter_raw_fh, parse_raw
-from swerl_cli.records import EXIT_STATUSES, GRADE_STATUSES, KNOWN_VERSIONS, Located, _short, check_schema, type_name
+from swerl_cli.records import (
+    EXIT_STATUSES,
+    GRADE_STATUSES,
+    KNOWN_VERSIONS,
+    Located,
+    check_schema,
+    type_check,
+    wrong_type,
+)
 
 Write = Callable[[bytes], Any]
 Line = tuple[str, int, bytes]
@@ -99,9 +107,10 @@ def parse_solve_rate(text: str) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- record-wise rules
-def _field(path: str, check: Callable[[Any], bool], expected: str, nullable: bool = False) -> Callable[[dict], Any]:
-    """A getter that raises FieldError when the value at `path` is missing or fails `check`."""
+def _field(path: str, expected: type, nullable: bool = False) -> Callable[[dict], Any]:
+    """A getter that raises FieldError when the value at `path` is missing or not of type `expected`."""
     get = path_getter(path)
+    check, name = type_check(expected)
 
     def need(o: dict) -> Any:
         v = get(o)
@@ -110,9 +119,9 @@ def _field(path: str, check: Callable[[Any], bool], expected: str, nullable: boo
                 raise FieldError(path, "missing")
             if nullable:
                 return None
-            raise FieldError(path, f"expected {expected}, got null")
+            raise FieldError(path, wrong_type(name, None))
         if not check(v):
-            raise FieldError(path, f"expected {expected}, got {_short(v)}")
+            raise FieldError(path, wrong_type(name, v))
         return v
 
     return need
@@ -127,43 +136,27 @@ def _present(o: dict, path: str) -> bool:
     return True
 
 
-def _is_int(v: Any) -> bool:
-    return type(v) is int
-
-
-def _is_num(v: Any) -> bool:
-    return type(v) is int or type(v) is float
-
-
-def _is_str(v: Any) -> bool:
-    return type(v) is str
-
-
-def _is_bool(v: Any) -> bool:
-    return type(v) is bool
-
-
 def build_predicate(spec: FilterSpec) -> Callable[[dict], bool] | None:
     """Compile the record-wise rules into one closure (None when there are none); raises FieldError on bad types."""
     rules: list[Callable[[dict], bool]] = []
     if spec.status:
-        get_status, statuses = _field("grade.status", _is_str, "string"), frozenset(spec.status)
+        get_status, statuses = _field("grade.status", str), frozenset(spec.status)
         rules.append(lambda o: get_status(o) in statuses)
     if spec.resolved is not None:
-        get_resolved, want = _field("grade.resolved", _is_bool, "bool"), spec.resolved
+        get_resolved, want = _field("grade.resolved", bool), spec.resolved
         rules.append(lambda o: get_resolved(o) is want)
     if spec.exit_status:
-        get_exit, exits = _field("exit_status", _is_str, "string"), frozenset(spec.exit_status)
+        get_exit, exits = _field("exit_status", str), frozenset(spec.exit_status)
         rules.append(lambda o: get_exit(o) in exits)
     if spec.max_turns is not None:
-        get_turns, max_turns = _field("stats.turns", _is_int, "int"), spec.max_turns
+        get_turns, max_turns = _field("stats.turns", int), spec.max_turns
         rules.append(lambda o: get_turns(o) <= max_turns)
     if spec.max_tokens is not None:
-        get_tokens, max_tokens = _field("stats.tokens_total", _is_int, "int"), spec.max_tokens
+        get_tokens, max_tokens = _field("stats.tokens_total", int), spec.max_tokens
         rules.append(lambda o: get_tokens(o) <= max_tokens)
     if spec.min_reward is not None:
         # A null reward (an infra error: grade.status == "error") never passes --min-reward.
-        get_reward, min_reward = _field("grade.reward", _is_num, "number", nullable=True), spec.min_reward
+        get_reward, min_reward = _field("grade.reward", float, nullable=True), spec.min_reward
         rules.append(lambda o: (r := get_reward(o)) is not None and r >= min_reward)
     if spec.where is not None:
         rules.append(compile_expr(spec.where))
@@ -180,10 +173,10 @@ def group_key(o: dict) -> tuple[Any, str]:
     """(run, instance_id): the group a record belongs to; `run` may be absent (null)."""
     iid = o.get("instance_id")
     if type(iid) is not str:
-        raise FieldError("instance_id", "missing" if iid is None else f"expected string, got {_short(iid)}")
+        raise FieldError("instance_id", "missing" if iid is None else wrong_type("string", iid))
     run = o.get("run")
     if run is not None and type(run) not in (str, int):
-        raise FieldError("run", f"expected string, got {type_name(run)}")
+        raise FieldError("run", wrong_type("string or int", run))
     return run, iid
 
 
@@ -219,7 +212,7 @@ class _GroupStats:
         return True
 
 
-_RESOLVED = _field("grade.resolved", _is_bool, "bool")
+_RESOLVED = _field("grade.resolved", bool)
 
 
 class _Selector:
@@ -237,7 +230,7 @@ class _Selector:
         if spec.dedupe:
             patch = o["patch"] if "patch" in o else o.get("model_patch")
             if patch is not None and type(patch) is not str:
-                raise FieldError("patch", f"expected string, got {_short(patch)}")
+                raise FieldError("patch", wrong_type("string", patch))
             if patch is None and "patch" not in o and "model_patch" not in o:
                 raise FieldError("patch", "missing")
             digest = hashlib.blake2b((patch or "").encode(), digest_size=16).digest()
@@ -317,7 +310,7 @@ class _Unsorted(Exception):
 
 def _grouped(lines: Iterable[Line], spec: FilterSpec, pred: Any, write: Write, res: FilterResult) -> None:
     """Group rules over input grouped by (run, instance_id): one group in memory at a time."""
-    get_reward = _field(spec.reward_field, _is_num, "number", nullable=True)
+    get_reward = _field(spec.reward_field, float, nullable=True)
     closed: set[tuple[Any, str]] = set()
     key: tuple[Any, str] | None = None
     buf: list[tuple[str, int, bytes, dict]] = []
@@ -354,7 +347,7 @@ def _two_pass(
     open_lines: Callable[[], Iterator[Line]], spec: FilterSpec, pred: Any, write: Write, res: FilterResult
 ) -> None:
     """Group rules over input in any order: pass 1 gathers per-group facts, pass 2 selects in input order."""
-    get_reward = _field(spec.reward_field, _is_num, "number", nullable=True)
+    get_reward = _field(spec.reward_field, float, nullable=True)
     stats: dict[tuple[Any, str], _GroupStats] = {}
     if spec.needs_group_stats:
         for name, n, raw in open_lines():

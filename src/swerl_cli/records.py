@@ -7,6 +7,7 @@ one is wrong.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,26 +53,8 @@ class Located:
         return InputError(self.source, self.line, field, message)
 
 
-def type_name(value: Any) -> str:
-    """Name a JSON value's type the way users read JSON: `type_name(None) == "null"`."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _short(value: Any, limit: int = 40) -> str:
+def short_json(value: Any, limit: int = 40) -> str:
+    """A value as JSON, cut to `limit` characters, for error messages: `short_json([1, 2]) == "[1,2]"`."""
     import orjson
 
     try:
@@ -81,7 +64,32 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# The one type check of JSON fields (records and filter rules use it): `int` never accepts a bool, and `float`
+# accepts ints (JSON has one number type).
+_TYPE_CHECKS: dict[type, Callable[[Any], bool]] = {
+    bool: lambda v: type(v) is bool,
+    int: lambda v: type(v) is int,
+    float: lambda v: type(v) is int or type(v) is float,
+    str: lambda v: type(v) is str,
+    list: lambda v: type(v) is list,
+    dict: lambda v: type(v) is dict,
+}
 _EXPECT_NAMES = {bool: "bool", int: "int", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def type_check(expected: type | tuple[type, ...]) -> tuple[Callable[[Any], bool], str]:
+    """(predicate, name) for a JSON field type: `type_check(float)[0](1) is True`, its name is `"number"`."""
+    types = expected if isinstance(expected, tuple) else (expected,)
+    checks = [_TYPE_CHECKS.get(t) or (lambda v, t=t: isinstance(v, t)) for t in types]
+    name = " or ".join(_EXPECT_NAMES.get(t, t.__name__) for t in types)
+    if len(checks) == 1:
+        return checks[0], name
+    return (lambda v: any(c(v) for c in checks)), name
+
+
+def wrong_type(expected_name: str, value: Any) -> str:
+    """The message of every field type error: `expected int, got "3"`."""
+    return f"expected {expected_name}, got {short_json(value)}"
 
 
 def get_path(obj: Any, path: str, default: Any = _NO_DEFAULT) -> Any:
@@ -98,31 +106,16 @@ def get_path(obj: Any, path: str, default: Any = _NO_DEFAULT) -> Any:
 
 
 def require(loc: Located, path: str, expected: type | tuple[type, ...], *, optional: bool = False) -> Any:
-    """Return the value at `path` checked against `expected`, or raise a one-line located InputError.
-
-    `int` never accepts a bool, and `float` accepts ints (JSON has one number type).
-    """
+    """Return the value at `path` checked against `expected` (see `type_check`), or raise a located InputError."""
     value = get_path(loc.obj, path, _MISSING)
     if value is _MISSING or (optional and value is None):
         if optional:
             return None
         raise loc.error(path, "missing")
-    types = expected if isinstance(expected, tuple) else (expected,)
-    if _matches(value, types):
+    check, name = type_check(expected)
+    if check(value):
         return value
-    want = " or ".join(_EXPECT_NAMES.get(t, t.__name__) for t in types)
-    raise loc.error(path, f"expected {want}, got {_short(value)}")
-
-
-def _matches(value: Any, types: tuple[type, ...]) -> bool:
-    for t in types:
-        if t is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True
-        if t is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if t not in (int, float) and isinstance(value, t):
-            return True
-    return False
+    raise loc.error(path, wrong_type(name, value))
 
 
 def check_schema(loc: Located, *allowed: str) -> str | None:
@@ -136,7 +129,7 @@ def check_schema(loc: Located, *allowed: str) -> str | None:
     if tag is None:
         return None
     if not isinstance(tag, str) or "/" not in tag:
-        raise loc.error("schema", f"expected 'name/version', got {_short(tag)}")
+        raise loc.error("schema", f"expected 'name/version', got {short_json(tag)}")
     name, _, version = tag.rpartition("/")
     if name not in KNOWN_VERSIONS or not version.isdigit():
         raise loc.error("schema", f"unknown schema {tag!r}")
@@ -159,7 +152,7 @@ def _str_list(loc: Located, key: str) -> list[str]:
         except orjson.JSONDecodeError:
             raise loc.error(key, "a string that is not a JSON list") from None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise loc.error(key, f"expected array of strings, got {_short(value)}")
+        raise loc.error(key, wrong_type("array of strings", value))
     return value
 
 
@@ -197,13 +190,13 @@ class Task:
         for key in cls._REQUIRED:
             v = inner.obj.get(key)
             if not isinstance(v, str):
-                what = "missing" if key not in inner.obj else f"expected string, got {_short(v)}"
+                what = "missing" if key not in inner.obj else wrong_type("string", v)
                 raise loc.error(err_path(key), what)
             values[key] = v
         for key in ("test_patch", "patch"):
             v = inner.obj.get(key)
             if v is not None and not isinstance(v, str):
-                raise loc.error(err_path(key), f"expected string, got {_short(v)}")
+                raise loc.error(err_path(key), wrong_type("string", v))
             values[key] = v
         values["test_patch"] = values["test_patch"] or ""
         try:
@@ -213,7 +206,7 @@ class Task:
             if isinstance(setup, str):
                 setup = [setup]
             if not isinstance(setup, list) or not all(isinstance(s, str) for s in setup):
-                raise inner.error("setup", f"expected array of strings, got {_short(setup)}")
+                raise inner.error("setup", wrong_type("array of strings", setup))
         except InputError as e:
             raise loc.error(err_path(e.field or ""), e.message) from None
         values["setup"] = setup
