@@ -24,6 +24,8 @@ LAYERS = {
     "filtering": 4,
     "collect": 4,
     "tasks_import": 4,
+    "convert": 4,
+    "mining": 5,
     "training": 5,
     "evaluation": 5,
     "cli": 6,

@@ -1,0 +1,89 @@
+"""`swerl convert`: bring other agents' trajectories in; send swerl results out to the SWE-bench harness."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from swerl_cli.cli._common import OUTPUT, boundary, err_console
+
+HELP = """Convert trajectories between swerl and other tools. --from FORMAT (SWE-agent .traj, mini-swe-agent
+.traj.json, OpenHands output.jsonl, SFT rows with messages + instance_id; auto detects) writes one swerl trajectory
+record per source trajectory, ready for grade, filter and rft. --to swebench-preds (JSONL) or preds-json (one
+{instance_id: prediction} object) turns swerl trajectory or graded records into SWE-bench predictions. An unusable
+file or row costs one stderr line and the rest still converts (exit 0); --strict stops at the first (exit 3)."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("convert", help=HELP)(_convert)
+
+
+@boundary("convert")
+def _convert(
+    inputs: Annotated[
+        list[str] | None, typer.Argument(metavar="FILES...", help="Source files or directories ('-': stdin).")
+    ] = None,
+    source: Annotated[
+        str, typer.Option("--from", metavar="FORMAT", help="auto, swe-agent, mini-swe-agent, openhands, sft, swerl.")
+    ] = "auto",
+    target: Annotated[
+        str, typer.Option("--to", metavar="FORMAT", help="swerl, swebench-preds or preds-json.")
+    ] = "swerl",
+    output: OUTPUT = None,
+    tasks: Annotated[
+        str | None, typer.Option(metavar="FILE", help="Task records: embed each trajectory's task.")
+    ] = None,
+    run: Annotated[str | None, typer.Option(help="Run name in ids [default: the source format].")] = None,
+    actions: Annotated[
+        str, typer.Option(metavar="MODE", help="swerl: rewrite shell actions to swerl's format; keep: leave them.")
+    ] = "swerl",
+    model_name: Annotated[
+        str | None, typer.Option(help="model_name_or_path of predictions [default: policy.model, else run].")
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
+) -> None:
+    from swerl_cli.convert import FORMATS, OUTPUTS, convert_paths, predictions
+    from swerl_cli.errors import ConfigError, InputError
+    from swerl_cli.grading.engine import load_tasks
+    from swerl_cli.jsonl import RecordWriter, read_many, read_records
+    from swerl_cli.records import Located
+
+    if source not in ("auto", "swerl", *FORMATS):
+        raise ConfigError(f"--from must be auto, swerl or one of {', '.join(FORMATS)}; got {source!r}")
+    if target not in OUTPUTS:
+        raise ConfigError(f"--to must be one of {', '.join(OUTPUTS)}; got {target!r}")
+    if actions not in ("swerl", "keep"):
+        raise ConfigError(f"--actions must be swerl or keep; got {actions!r}")
+    if source == "swerl" and target == "swerl":
+        raise ConfigError("--from swerl needs --to swebench-preds or preds-json")
+    task_map = load_tasks(read_records(tasks)) if tasks else None
+    bad = 0
+    if source == "swerl":
+        records = read_many(inputs or [])
+    else:
+        if not inputs:
+            raise ConfigError("name the files to convert (stdin holds no whole-file formats)")
+
+        def converted():
+            nonlocal bad
+            for rec in convert_paths(inputs, source, tasks=task_map, run=run, rewrite=actions == "swerl"):
+                if isinstance(rec, InputError):
+                    if strict:
+                        raise rec
+                    bad += 1
+                    err_console.print(f"swerl convert: {rec}")
+                    continue
+                yield Located(rec["source"]["file"], rec["source"]["line"] or 0, rec)
+
+        records = converted()
+    with RecordWriter(output) as out:
+        if target == "swerl":
+            out.write_all(loc.obj for loc in records)
+        elif target == "swebench-preds":
+            out.write_all(predictions(records, model_name))
+        else:
+            out.write({p["instance_id"]: p for p in predictions(records, model_name)})
+    what = "trajectories" if target == "swerl" else "predictions"
+    n = out.count if target != "preds-json" else "1 file of"
+    err_console.print(f"swerl convert: {n} {what} written, {bad} skipped")

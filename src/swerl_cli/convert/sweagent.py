@@ -1,0 +1,85 @@
+"""SWE-agent `.traj` files: the legacy history form and the function-calling form (tool calls, tool call ids).
+
+A `.traj` is one JSON object: `history` (the model's context as chat messages with `agent`, `message_type`,
+`thought`, `action`, `tool_calls`, `tool_call_ids`), `trajectory` (steps), `info` (`exit_status`, `submission`,
+`model_stats`) and `replay_config` (a JSON string holding the run's config, the model name among it).
+The instance id is the file name (`{instance_id}.traj`), as SWE-agent writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.convert.common import message, normalise_calls, text_of, trajectory_record
+from swerl_cli.errors import InputError
+
+NAME = "swe-agent"
+
+
+def matches(obj: Any) -> bool:
+    """A JSON object with SWE-agent's `history` list and `info` object."""
+    return isinstance(obj, dict) and isinstance(obj.get("history"), list) and isinstance(obj.get("info"), dict)
+
+
+def _model(obj: dict[str, Any]) -> str | None:
+    cfg = obj.get("replay_config")
+    if isinstance(cfg, str):
+        try:
+            cfg = json.loads(cfg)
+        except json.JSONDecodeError:
+            return None
+    model = ((cfg or {}).get("agent") or {}).get("model") if isinstance(cfg, dict) else None
+    return model.get("name") if isinstance(model, dict) else None
+
+
+def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, Any]:
+    """One `.traj` object -> one trajectory record."""
+    if not matches(obj):
+        raise InputError(path, line, "history", "missing: not a SWE-agent .traj (needs 'history' and 'info')")
+    messages: list[dict[str, Any]] = []
+    for i, h in enumerate(obj["history"]):
+        if not isinstance(h, dict) or h.get("role") not in ("system", "user", "assistant", "tool"):
+            raise InputError(path, line, f"history[{i}].role", "missing or not system/user/assistant/tool")
+        if h.get("is_demo"):
+            continue  # demonstrations are folded into the prompt by SWE-agent's templates; not the model's turns
+        role = h["role"]
+        if role == "assistant":
+            calls = normalise_calls(h.get("tool_calls"), f"call_{i}")
+            msg = message("assistant", h.get("content"), tool_calls=calls or None)
+            if not calls and isinstance(h.get("action"), str):
+                msg["_action"], msg["_thought"] = h["action"], text_of(h.get("thought"))
+            messages.append(msg)
+        elif role == "tool":
+            ids = h.get("tool_call_ids") or ([h["tool_call_id"]] if h.get("tool_call_id") else [])
+            if not ids:
+                raise InputError(path, line, f"history[{i}].tool_call_ids", "missing on a tool message")
+            messages.extend(message("tool", h.get("content"), tool_call_id=str(t)) for t in ids)
+        else:
+            messages.append(message(role, h.get("content")))
+    info = obj["info"]
+    ms = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    return trajectory_record(
+        instance_id=_instance_id(path, info),
+        messages=messages,
+        patch=info.get("submission"),
+        exit_raw=info.get("exit_status"),
+        stats={
+            "tokens_prompt": ms.get("tokens_sent"),
+            "tokens_generated": ms.get("tokens_received"),
+            "api_calls": ms.get("api_calls"),
+            "cost_usd": ms.get("instance_cost"),
+        },
+        model=_model(obj),
+        source={"format": NAME, "file": path, "line": line},
+        rewrite=rewrite,
+    )
+
+
+def _instance_id(path: str, info: dict[str, Any]) -> str:
+    iid = info.get("instance_id")
+    if isinstance(iid, str) and iid:
+        return iid
+    name = Path(path).name
+    return name[: -len(".traj")] if name.endswith(".traj") else Path(path).stem
