@@ -27,13 +27,7 @@ class Sampling:
     @property
     def is_biased(self) -> bool:
         """True when decoding truncates or reshapes the distribution (invalidates the PPO/DAPO ratio)."""
-        return (
-            self.top_p < 1.0
-            or self.top_k not in (-1, 0)
-            or self.min_p > 0.0
-            or self.repetition_penalty != 1.0
-            or self.temperature != 1.0
-        )
+        return bool(biased_parameters(self.to_json()))
 
     def to_json(self) -> dict[str, Any]:
         """The `policy.sampling` record field."""
@@ -46,6 +40,31 @@ class Sampling:
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
         }
+
+
+# The one rule for "was sampling biased": any of these away from its neutral value truncates or reshapes the
+# distribution the tokens were drawn from, so the trainer's importance ratio would be wrong (paper section 5.2).
+_BIASING = (
+    ("temperature", lambda v: v != 1.0),
+    ("top_p", lambda v: v < 1.0),
+    ("top_k", lambda v: v not in (-1, 0)),
+    ("min_p", lambda v: v > 0.0),
+    ("repetition_penalty", lambda v: v != 1.0),
+)
+
+
+def biased_parameters(sampling: dict[str, Any]) -> list[str]:
+    """The `name=value` of each parameter of a `policy.sampling` record field that biases decoding.
+
+    >>> biased_parameters({"temperature": 1.0, "top_p": 0.9, "top_k": -1})
+    ['top_p=0.9']
+    """
+    bad = []
+    for key, is_biased in _BIASING:
+        v = sampling.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and is_biased(v):
+            bad.append(f"{key}={v}")
+    return bad
 
 
 @dataclass(slots=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from swerl_cli.policy.base import biased_parameters
 from swerl_cli.records import GRADED, Located, check_schema, get_path, require
 from swerl_cli.training.dapo_config import DapoConfig
 
@@ -71,27 +71,10 @@ class Selection:
     version: str | None = None
 
 
-def _truncating(sampling: dict[str, Any]) -> list[str]:
-    """Names of sampling parameters that truncate or reshape the distribution (top-k, top-p, min-p, ...)."""
-    bad = []
-    checks = (
-        ("temperature", lambda v: v != 1.0),
-        ("top_p", lambda v: v < 1.0),
-        ("top_k", lambda v: v not in (-1, 0)),
-        ("min_p", lambda v: v > 0.0),
-        ("repetition_penalty", lambda v: v != 1.0),
-    )
-    for key, is_bad in checks:
-        v = sampling.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and is_bad(v):
-            bad.append(f"{key}={v}")
-    return bad
-
-
 def _check_sampling(loc: Located) -> None:
     """Refuse a trajectory whose rollout sampling was biased (the ratio rho would be an invalid estimator)."""
     biased = get_path(loc.obj, "policy.biased_sampling", False)
-    params = _truncating(get_path(loc.obj, "policy.sampling", {}) or {})
+    params = biased_parameters(get_path(loc.obj, "policy.sampling", {}) or {})
     if biased is True or params:
         why = ", ".join(params) or "policy.biased_sampling is true"
         raise loc.error(
