@@ -176,6 +176,29 @@ def test_django_log_parser_grades_a_unittest_run(toy_t: Task) -> None:
     assert g["tests"]["PASS_TO_PASS"]["success"] == ["Multiplication still works."]
 
 
+def test_verbose_run_without_rA_resolves_and_a_log_without_results_is_an_error(toy_t: Task) -> None:
+    verbose = toy_t.test_cmd.replace("-rA ", "").replace("pytest", "pytest -v")  # SWE-smith's style of log
+    task = Task(**{**_fields(toy_t), "test_cmd": verbose})
+    g = grade_patch(task, toy_t.patch, GradeConfig(), "pytest-verbose")
+    assert (g["status"], g["log_parser"]) == ("resolved", "pytest"), g["log_tail"]
+    silent = Task(**{**_fields(toy_t), "test_cmd": "echo the suite printed nothing a parser knows"})
+    g = grade_patch(silent, toy_t.patch, GradeConfig(), "pytest-silent")
+    assert (g["status"], g["reward"]) == ("error", None)
+    assert "no test results" in g["error"]
+
+
+def test_task_without_any_tests_is_refused(toy: dict, tmp_path) -> None:
+    _write(tmp_path / "in.jsonl", [_traj({**toy, "FAIL_TO_PASS": [], "PASS_TO_PASS": []}, "empty", "")])
+    res = run_swerl("grade", str(tmp_path / "in.jsonl"))
+    err = res.stderr.decode()
+    assert res.returncode == 3
+    assert res.stdout == b""
+    assert "task.FAIL_TO_PASS" in err
+    assert "every patch would resolve it" in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_container_killed_from_outside_is_error_and_others_still_graded(toy: dict) -> None:
     victim = {**toy, "instance_id": "toy__victim-1", "test_cmd": "sleep 60"}
     recs = [Located("in", i, _traj(t, str(i), toy["patch"])) for i, t in enumerate([toy, victim, toy])]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from swerl_cli.grading.evaluate import evaluate, suspicious
 from swerl_cli.grading.logs import (
     log_family,
@@ -10,6 +12,7 @@ from swerl_cli.grading.logs import (
     parse_junit,
     parse_pytest_log,
     parse_sympy_log,
+    parse_text_log,
 )
 
 LOG = """\
@@ -244,3 +247,86 @@ def test_log_family_maps_swerl_and_swebench_parser_names() -> None:
     assert {log_family(n) for n in ("pytest_rA", "junit", "parse_log_pytest_v2", "parse_log_matplotlib", None)} == {
         "pytest"
     }
+    assert log_family("parse_log_jest") == "unknown"
+
+
+def _smith_log(n_pass: int, failed: list[str]) -> str:
+    """A `pytest --verbose --tb=no` log without -rA, as SWE-smith's validation writes it (long, trimmed FAILED)."""
+    ids = [f"tests/test_big.py::test_ok_{i}" for i in range(n_pass)] + failed
+    lines = ["============================= test session starts ==============================", "collected ..."]
+    lines += [
+        f"{t} {'FAILED' if t in failed else 'PASSED'}{' ' * 8}[{100 * (k + 1) // len(ids):3d}%]"
+        for k, t in enumerate(ids)
+    ]
+    lines += [
+        "=================================== FAILURES ===================================",
+        "____ test_bad_0 ____",
+        "captured: tests/test_big.py::test_fake PASSED",
+        "PASSED tests/x.py::spoof",
+        "=========================== short test summary info ============================",
+    ]
+    lines += [f"FAILED {t} - AssertionError: assert {'x' * 40}..." for t in failed]
+    lines += [f"======================= {len(failed)} failed, {n_pass} passed in 3.21s ======================="]
+    return "\n".join(lines) + "\n"
+
+
+def test_verbose_log_without_rA_keeps_passing_tests() -> None:
+    failed = [f"tests/test_big.py::test_bad_{i}[a - b {i}]" for i in range(9)]
+    got = parse_pytest_log(_smith_log(422, failed))
+    assert len(got) == 431
+    assert sum(v == "PASSED" for v in got.values()) == 422
+    assert all(got[t] == "FAILED" for t in failed)
+    assert "tests/test_big.py::test_fake" not in got
+    assert "tests/x.py::spoof" not in got
+    resolved, _ = evaluate(got, [f"tests/test_big.py::test_ok_{i}" for i in range(5)], [])
+    assert resolved
+
+
+def test_progress_and_summary_merge_worse_outcome_and_xdist() -> None:
+    log = (
+        "=== test session starts ===\n"
+        "[gw0] [ 50%] PASSED a.py::t1\n"
+        "[gw1] [100%] FAILED a.py::t2[x y]\n"
+        "a.py::t3 PASSED [ 10%]\n"
+        "a.py::t4 SKIPPED (no network) [ 20%]\n"
+        "=== short test summary info ===\n"
+        "ERROR a.py::t3 - teardown broke\n"
+        "=== 1 failed, 2 passed, 1 error in 0.1s ===\n"
+    )
+    assert parse_pytest_log(log) == {
+        "a.py::t1": "PASSED",
+        "a.py::t2[x y]": "FAILED",
+        "a.py::t3": "ERROR",
+        "a.py::t4": "SKIPPED",
+    }
+
+
+def test_path_parametrised_ids_are_shortened_for_their_repos() -> None:
+    log = (
+        "=== short test summary info ===\n"
+        "PASSED tests/test_fs.py::test_read[/n/fs/p-swe-bench/temp/pydicom/data/CT_small.dcm]\n"
+        "PASSED tests/test_fs.py::test_glob[/data/*.dcm]\nPASSED tests/test_fs.py::test_url[//host/x]\n"
+    )
+    got, parser = parse_text_log("parse_log_pydicom", log)
+    assert parser == "pytest-short-paths"
+    assert set(got) == {
+        "tests/test_fs.py::test_read[/CT_small.dcm]",
+        "tests/test_fs.py::test_glob[/data/*.dcm]",
+        "tests/test_fs.py::test_url[//host/x]",
+    }
+    assert (
+        "tests/test_fs.py::test_read[/n/fs/p-swe-bench/temp/pydicom/data/CT_small.dcm]"
+        in parse_text_log("parse_log_pytest", log)[0]
+    )
+    mpl = parse_text_log("parse_log_matplotlib", "=== short test summary info ===\nPASSED t.py::f[MouseButton.LEFT]\n")
+    assert mpl[0] == {"t.py::f[1]": "PASSED"}
+
+
+def test_parser_names_dispatch_and_unknown_name_is_refused() -> None:
+    assert parse_text_log("parse_log_sympy", "test_a ok\n") == ({"test_a": "PASSED"}, "sympy")
+    assert parse_text_log("parse_log_django", "test_a (m.T) ... ok\n")[1] == "django"
+    assert parse_text_log("parse_log_pytest_v2", "a.py::t \x1b[32mPASSED\x1b[0m\x07\n")[0] == {"a.py::t": "PASSED"}
+    with pytest.raises(ValueError, match="no log parser named 'parse_log_jest'"):
+        parse_text_log("parse_log_jest", "")
+    assert parse_text_log(None, "nothing here\n")[0] == {}  # no result: the grader turns this into an error
+    assert "did not run" in suspicious({}, 0)

@@ -43,7 +43,22 @@ def load_tasks(records: Iterable[Located]) -> dict[str, Task]:
 
 
 def to_job(loc: Located, tasks: dict[str, Task] | None) -> Job:
-    """Validate one input record (trajectory, graded or prediction row) into a Job; located errors otherwise."""
+    """Validate one input record (trajectory, graded or prediction row) into a Job; located errors otherwise.
+
+    A task with neither FAIL_TO_PASS nor PASS_TO_PASS tests is refused: every patch would resolve it.
+    """
+    job = _to_job(loc, tasks)
+    if not job.task.FAIL_TO_PASS and not job.task.PASS_TO_PASS:
+        field = "task.FAIL_TO_PASS" if "task" in loc.obj else "FAIL_TO_PASS"
+        raise loc.error(
+            field,
+            f"task {job.task.instance_id!r} has no FAIL_TO_PASS and no PASS_TO_PASS tests; "
+            "every patch would resolve it",
+        )
+    return job
+
+
+def _to_job(loc: Located, tasks: dict[str, Task] | None) -> Job:
     check_schema(loc, TRAJECTORY, GRADED)
     obj = loc.obj
     if "task" in obj:

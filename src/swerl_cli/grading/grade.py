@@ -15,7 +15,7 @@ from typing import Any
 
 from swerl_cli.errors import ConfigError, SandboxError
 from swerl_cli.grading.evaluate import SEMANTICS, evaluate, suspicious
-from swerl_cli.grading.logs import log_family, parse_django_log, parse_junit, parse_pytest_log, parse_sympy_log
+from swerl_cli.grading.logs import log_family, parse_junit, parse_text_log
 from swerl_cli.records import Task
 from swerl_cli.sandbox import BACKENDS, SandboxLimits, open_sandbox
 from swerl_cli.sandbox.gitops import patch_files, touched_files
@@ -101,17 +101,19 @@ def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) ->
         return _grade("error", t0, error=str(e))
 
 
-def _pytest_results(sb: Any, log: str, task: Task) -> tuple[dict[str, str], str]:
-    """The JUnit XML the test command wrote, else the `-rA` summary of its log."""
-    xml = sb.run_uncapped(f"cat {JUNIT_PATH} 2>/dev/null", 60)
-    if xml.exit_code == 0 and xml.output.strip():
-        try:
-            status_map = parse_junit(xml.output, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
-        except Exception:  # a malformed XML falls back to the text log
-            status_map = {}
-        if status_map:
-            return status_map, "junit"
-    return parse_pytest_log(log), "pytest-rA"
+def _results(sb: Any, log: str, task: Task) -> tuple[dict[str, str], str]:
+    """The JUnit XML the test command wrote (pytest tasks), else the log through the task's parser."""
+    name = task.extra.get("log_parser")
+    if log_family(name) == "pytest":
+        xml = sb.run_uncapped(f"cat {JUNIT_PATH} 2>/dev/null", 60)
+        if xml.exit_code == 0 and xml.output.strip():
+            try:
+                status_map = parse_junit(xml.output, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+            except Exception:  # a malformed XML falls back to the text log
+                status_map = {}
+            if status_map:
+                return status_map, "junit"
+    return parse_text_log(name, log)
 
 
 def _tail(text: str, n: int) -> str:
@@ -171,13 +173,10 @@ def _grade_in(sb: Any, task: Task, patch: str, cfg: GradeConfig, t0: float) -> d
     }
     if run.timed_out:
         return _grade("timeout", t0, error=f"test_cmd timed out after {cfg.timeout_s}s", **common)
-    family = log_family(task.extra.get("log_parser"))
-    if family == "django":
-        status_map, parser = parse_django_log(run.output), "django"
-    elif family == "sympy":
-        status_map, parser = parse_sympy_log(run.output), "sympy"
-    else:
-        status_map, parser = _pytest_results(sb, run.output, task)
+    try:
+        status_map, parser = _results(sb, run.output, task)
+    except ValueError as e:
+        return _grade("error", t0, error=str(e), **common)
     resolved, tests = evaluate(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS)
     why = suspicious(status_map, run.exit_code)
     common.update(tests=tests, test_exit_code=run.exit_code, log_parser=parser)

@@ -1,9 +1,13 @@
-"""Test-log parsers -> {test_id: status}: pytest's `-rA` short summary, JUnit XML, Django's and sympy's runners.
+"""Test-log parsers -> {test_id: status}: pytest logs (progress lines + short summary), JUnit XML, Django's and
+sympy's runners; `parse_named` picks one by a task's `log_parser` (swerl or SWE-bench names).
 
-Rules (notes/swe-formats-facts.md §3.3): only the short-summary section is read (captured output in PASSES
-sections cannot spoof a status); the status is the first word; the node id runs to the first " - " outside
-brackets (so parametrized ids keep spaces, brackets and unicode); folded `SKIPPED [n] file:line` lines are
-dropped; a file-level `ERROR path` is kept as the bare path and expanded by the grader.
+pytest rules (notes/swe-formats-facts.md §3): a status comes from every line that carries one, as in the SWE-bench
+harness, but only where pytest itself writes statuses: verbose progress lines (`id STATUS [ n%]`, xdist's
+`[gw0] [ n%] STATUS id`) before the first report section, and the lines of the `short test summary info`
+section. Both are merged (a test's worse outcome wins), so a `-v` run without `-rA` keeps its passing tests, and
+output captured in FAILURES/PASSES sections cannot spoof a status. In the summary the status is the first word and
+the node id runs to the first " - " outside brackets; folded `SKIPPED [n] file:line` lines are dropped; a file-level
+`ERROR path` is kept as the bare path and expanded by the grader.
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ import xml.etree.ElementTree as ET
 
 STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f]")  # control bytes parse_log_pytest_v2 strips (tab kept)
+_HEADER = re.compile(r"^=+ (.*?) =+$")
 _SUMMARY = re.compile(r"^=+ short test summary info =+$")
 _FINAL = re.compile(r"^=+ .*\b(passed|failed|error|errors|skipped|xfailed|xpassed|deselected|no tests ran)\b.* =+$")
-_PROGRESS = re.compile(r"^(\S+(?:\[.*\])?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?:\s+\[\s*\d+%\])?$")
+_ST = "PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS"
+_PROGRESS = re.compile(rf"^(\S+?(?:\[.*\])?) ({_ST})(?: \(.*\))?(?:\s+\[\s*\d+%\])?$")
+_XDIST = re.compile(rf"^\[gw\d+\] \[\s*\d+%\] ({_ST}) (.+)$")
+_PARAM = re.compile(r"^(.*?)\[(.*)\]$")
 
 
 def node_id(rest: str) -> str:
@@ -38,42 +47,72 @@ def node_id(rest: str) -> str:
     return rest.rstrip()
 
 
-def parse_pytest_log(log: str) -> dict[str, str]:
-    """{node id: status} from the last `short test summary info` section; `-v` progress lines if there is none."""
-    lines = [_ANSI.sub("", ln).rstrip("\r") for ln in log.splitlines()]
-    start = None
-    for i, ln in enumerate(lines):
-        if _SUMMARY.match(ln.strip()):
-            start = i + 1
-    if start is None:
-        return _parse_progress(lines)
+def short_param_path(test_id: str) -> str:
+    """The harness's id normalisation for requests, pylint, pydicom: an absolute path as the parameter of a
+    parametrized id (the dataset builder's machine) keeps only its last component.
+
+    >>> short_param_path("t.py::test_read[/n/fs/p-swe-bench/data/CT_small.dcm]")
+    't.py::test_read[/CT_small.dcm]'
+    """
+    m = _PARAM.match(test_id)
+    if not m or not m.group(2).startswith("/") or m.group(2).startswith("//") or "*" in m.group(2):
+        return test_id
+    return f"{m.group(1)}[/{m.group(2).rsplit('/', 1)[-1]}]"
+
+
+def _clean(log: str) -> list[str]:
+    return [_CONTROL.sub("", _ANSI.sub("", ln)).rstrip("\r") for ln in log.splitlines()]
+
+
+def parse_pytest_log(log: str, *, short_paths: bool = False, matplotlib: bool = False) -> dict[str, str]:
+    """{node id: status} from a pytest log: progress lines and the short summary, merged (see the module doc).
+
+    `short_paths` applies `short_param_path` (repos whose ids carry absolute paths); `matplotlib` maps
+    `MouseButton.LEFT/RIGHT` in ids to 1/3 as the harness's matplotlib parser does.
+    """
     out: dict[str, str] = {}
-    for ln in lines[start:]:
+
+    def put(tid: str, status: str) -> None:
+        if matplotlib:
+            tid = tid.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")
+        if short_paths:
+            tid = short_param_path(tid)
+        if tid and out.get(tid) not in ("FAILED", "ERROR"):  # a test reported twice keeps its worse outcome
+            out[tid] = status
+
+    region = "progress"  # progress | report (FAILURES, PASSES, ...: captured output) | summary
+    for ln in _clean(log):
         s = ln.strip()
-        if _FINAL.match(s):
-            break
-        word, _, rest = s.partition(" ")
-        if word not in STATUSES or not rest:
-            continue  # interleaved output, old-pytest XFAIL reason lines, blank lines
-        if word == "SKIPPED" and rest.startswith("["):
-            continue  # folded skips: `[n]` is a count and the location is not a test id
-        for prefix in ("at setup of ", "at teardown of "):
-            if rest.startswith(prefix):
-                rest = rest[len(prefix) :]
-        tid = node_id(rest)
-        if tid:
-            # A test can appear twice (e.g. PASSED, then ERROR at teardown): the worse outcome wins.
-            if out.get(tid) not in ("FAILED", "ERROR"):
-                out[tid] = word
-    return out
-
-
-def _parse_progress(lines: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for ln in lines:
-        m = _PROGRESS.match(ln.strip())
-        if m and "::" in m.group(1):
-            out[m.group(1)] = m.group(2)
+        header = _HEADER.match(s)
+        if header:
+            title = header.group(1)
+            if "test session starts" in title:
+                region = "progress"
+            elif _SUMMARY.match(s):
+                region = "summary"
+            elif region == "summary" and _FINAL.match(s):
+                region = "report"
+            elif region == "progress" or region == "summary":
+                region = "report"
+            continue
+        if region == "progress":
+            m = _XDIST.match(s)
+            if m:
+                put(node_id(m.group(2)), m.group(1))
+                continue
+            m = _PROGRESS.match(s)
+            if m and ("::" in m.group(1) or m.group(1).endswith(".py")):
+                put(m.group(1), m.group(2))
+        elif region == "summary":
+            word, _, rest = s.partition(" ")
+            if word not in STATUSES or not rest:
+                continue  # interleaved output, old-pytest XFAIL reason lines, blank lines
+            if word == "SKIPPED" and rest.startswith("["):
+                continue  # folded skips: `[n]` is a count and the location is not a test id
+            for prefix in ("at setup of ", "at teardown of "):
+                if rest.startswith(prefix):
+                    rest = rest[len(prefix) :]
+            put(node_id(rest), word)
     return out
 
 
@@ -216,11 +255,38 @@ def parse_sympy_log(log: str) -> dict[str, str]:
     return out
 
 
-def log_family(name: str | None) -> str:
-    """The parser family of a task's `log_parser` (swerl or SWE-bench names): django, sympy or pytest.
+# SWE-bench parser names (MAP_REPO_TO_PARSER) by what they change in pytest ids; swerl's own names beside them.
+_PYTEST_PLAIN = {"pytest", "pytest_rA", "pytest_verbose", "pytest_v2", "junit", "astroid", "flask", "marshmallow"}
+_PYTEST_PLAIN |= {"pvlib", "pyvista", "sqlfluff", "xarray", "astropy", "scikit", "sphinx", "seaborn"}
+_PYTEST_SHORT_PATHS = {"pytest_options", "pydicom", "requests", "pylint"}
+PARSER_NAMES = sorted({*_PYTEST_PLAIN, *_PYTEST_SHORT_PATHS, "matplotlib", "django", "sympy"})
 
-    >>> [log_family(n) for n in ("parse_log_django", "sympy", "parse_log_pytest_v2", None)]
-    ['django', 'sympy', 'pytest', 'pytest']
+
+def log_family(name: str | None) -> str:
+    """The parser family of a task's `log_parser` (swerl or SWE-bench names): django, sympy, pytest, or
+    `unknown` for a name no parser here answers to.
+
+    >>> [log_family(n) for n in ("parse_log_django", "sympy", "parse_log_pytest_v2", None, "parse_log_jest")]
+    ['django', 'sympy', 'pytest', 'pytest', 'unknown']
     """
-    key = (name or "").removeprefix("parse_log_")
-    return key if key in ("django", "sympy") else "pytest"
+    key = (name or "pytest").removeprefix("parse_log_")
+    if key in ("django", "sympy"):
+        return key
+    return "pytest" if key in PARSER_NAMES else "unknown"
+
+
+def parse_text_log(name: str | None, log: str) -> tuple[dict[str, str], str]:
+    """(status map, parser used) for a task's `log_parser` name; ValueError for an unknown name."""
+    key = (name or "pytest").removeprefix("parse_log_")
+    family = log_family(name)
+    if family == "django":
+        return parse_django_log(log), "django"
+    if family == "sympy":
+        return parse_sympy_log(log), "sympy"
+    if family == "unknown":
+        raise ValueError(f"no log parser named {name!r} (known: {', '.join(PARSER_NAMES)})")
+    if key in _PYTEST_SHORT_PATHS:
+        return parse_pytest_log(log, short_paths=True), "pytest-short-paths"
+    if key == "matplotlib":
+        return parse_pytest_log(log, matplotlib=True), "pytest-matplotlib"
+    return parse_pytest_log(log), "pytest"
