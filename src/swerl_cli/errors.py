@@ -29,6 +29,16 @@ class InputError(SwerlError):
         super().__init__(f"{where}: {what}")
 
 
+class UsageError(SwerlError):
+    """Bad flags or flag combinations (exit 2, like typer's own usage errors)."""
+
+    exit_code = EXIT_USAGE
+
+
+class OutputError(SwerlError):
+    """The output cannot be written: locked by another run, full disk, read-only directory, missing permission."""
+
+
 class ConfigError(SwerlError):
     """Bad configuration (file or flags); the message says how to fix it."""
 

@@ -1,12 +1,12 @@
-"""JSONL record streams: located reading (path, `-`, `.gz`) and whole-line, atomic writing."""
+"""JSONL record streams: located reading (path, `-`, `.gz`) and whole-line serialisation (writing: outputs.py)."""
 
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import stat
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -48,7 +48,7 @@ def iter_lines(src: str) -> Iterator[tuple[str, int, bytes, bool]]:
                 line = raw.rstrip(b"\r\n") if has_nl else raw
                 if line and not line.isspace():
                     yield name, n, line, has_nl
-        except (OSError, EOFError) as e:  # a corrupt or truncated .gz
+        except (OSError, EOFError, zlib.error) as e:  # a corrupt or truncated .gz
             raise InputError(name, n + 1, None, f"cannot read: {e}") from None
     finally:
         if fh is not sys.stdin.buffer:
@@ -62,7 +62,7 @@ def iter_raw_fh(fh: Iterable[bytes], name: str) -> Iterator[tuple[str, int, byte
         for n, raw in enumerate(fh, 1):  # n is used after the loop for the error line
             if not raw.isspace():
                 yield name, n, raw
-    except (OSError, EOFError) as e:  # a corrupt or truncated .gz, or an unreadable device
+    except (OSError, EOFError, zlib.error) as e:  # a corrupt or truncated .gz, or an unreadable device
         raise InputError(name, n + 1, None, f"cannot read: {e}") from None
 
 
@@ -149,86 +149,10 @@ def existing_ids(path: str | os.PathLike[str], key: str = "id") -> set[str]:
     return ids
 
 
-class RecordWriter:
-    """Write records as whole lines to stdout, to `PATH` atomically (temp + rename), or appending for resume.
+def __getattr__(name: str) -> Any:
+    """`RecordWriter` moved to swerl_cli.outputs (the output contract); the old import path keeps working."""
+    if name == "RecordWriter":
+        from swerl_cli.outputs import RecordWriter
 
-    Use as a context manager: on a clean exit the temp file replaces PATH; on an exception it is removed and an
-    existing PATH is left untouched. In `append` mode a trailing partial line is cut off first, then each
-    record is appended and flushed, so an interrupted run keeps every finished record.
-    """
-
-    def __init__(self, path: str | None = None, *, append: bool = False, flush_each: bool = False):
-        self.path = None if path in (None, STDIN) else Path(path)  # type: ignore[arg-type]
-        self.append = append
-        self.flush_each = flush_each or append
-        self.count = 0
-        self._fh: IO[bytes] | None = None
-        self._tmp: Path | None = None
-
-    def __enter__(self) -> RecordWriter:
-        if self.path is None:
-            self._fh = sys.stdout.buffer
-        elif self.append:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            _truncate_partial_line(self.path)
-            self._fh = open(self.path, "ab")
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            self._fh = open(self._tmp, "wb")
-        return self
-
-    def write(self, obj: Any) -> None:
-        self.write_line(dumps(obj))
-
-    def write_line(self, line: bytes) -> None:
-        """Write an already-serialised record line (must end with a newline)."""
-        assert self._fh is not None
-        self._fh.write(line)
-        self.count += 1
-        if self.flush_each:
-            self._fh.flush()
-
-    def write_all(self, records: Iterable[Any]) -> int:
-        for r in records:
-            self.write(r)
-        return self.count
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        fh, self._fh = self._fh, None
-        if fh is None:
-            return
-        if self.path is None:
-            if exc_type is None:
-                fh.flush()
-            return
-        fh.close()
-        if self._tmp is not None:
-            if exc_type is None:
-                os.replace(self._tmp, self.path)
-            else:
-                self._tmp.unlink(missing_ok=True)
-
-
-def _truncate_partial_line(path: Path) -> None:
-    """Cut a trailing line that lacks its newline (a record torn by a crash) so appends stay whole."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as fh:
-        fh.seek(0, io.SEEK_END)
-        size = fh.tell()
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        pos = size
-        chunk = 1 << 16
-        while pos > 0:
-            start = max(0, pos - chunk)
-            fh.seek(start)
-            data = fh.read(pos - start)
-            idx = data.rfind(b"\n")
-            if idx >= 0:
-                fh.truncate(start + idx + 1)
-                return
-            pos = start
-        fh.truncate(0)
+        return RecordWriter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ LAYERS = {
     "errors": 0,
     "records": 1,
     "jsonl": 2,
+    "outputs": 2,
     "config": 2,
     "expr": 2,
     "sandbox": 3,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -29,7 +31,8 @@ OUTPUT = Annotated[
         "--output",
         "-o",
         metavar="PATH",
-        help="Write records to this file atomically (temp file + rename) instead of stdout.",
+        help="Write records to this file instead of stdout: replaced atomically when the run succeeds (a device or "
+        "FIFO is written in place); a second run on the same file is refused.",
     ),
 ]
 # Slow stages (collect, grade) append and flush each record as it finishes, so an interrupted run keeps its work.
@@ -39,7 +42,8 @@ APPEND_OUTPUT = Annotated[
         "--output",
         "-o",
         metavar="PATH",
-        help="Write records to this file, each flushed as it finishes (a fresh run empties it first; see --resume).",
+        help="Write records to this file, each flushed as it finishes (a fresh run empties it at its first record; "
+        "--resume keeps it); a second run on the same file is refused.",
     ),
 ]
 CONFIG = Annotated[
@@ -57,12 +61,14 @@ def boundary(name: str) -> Callable[[F], F]:
     """Wrap a command so a SwerlError becomes one stderr line and its exit code, never a traceback.
 
     Also: a missing optional package (matplotlib for --plot, torch, vllm, ray...) is one line with the install
-    command; Ctrl-C exits 130 quietly, and a closed stdout pipe (`swerl ... | head -1`) exits 0 quietly.
+    command; Ctrl-C exits 130 quietly, SIGTERM / SIGHUP clean up the same way and exit 128 + the signal number,
+    and a closed stdout pipe (`swerl ... | head -1`) exits 0 quietly.
     """
 
     def deco(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            install_signal_handlers()
             try:
                 return fn(*args, **kwargs)
             except SwerlError as err:
@@ -79,6 +85,9 @@ def boundary(name: str) -> Callable[[F], F]:
             except KeyboardInterrupt:
                 if debug_enabled():
                     raise
+                if _terminated_by is not None:
+                    err_console.print(f"swerl {name}: terminated by {signal.Signals(_terminated_by).name}")
+                    raise typer.Exit(128 + _terminated_by) from None
                 err_console.print(f"swerl {name}: interrupted")
                 raise typer.Exit(EXIT_INTERRUPTED) from None
             except BrokenPipeError:
@@ -88,6 +97,32 @@ def boundary(name: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return deco
+
+
+_terminated_by: int | None = None
+
+
+def _on_terminate(signum: int, frame: Any) -> None:
+    """SIGTERM / SIGHUP take the Ctrl-C path (asyncio's graceful cancel when it runs, else KeyboardInterrupt), so
+    every command's interrupt cleanup (temp files, sandboxes) runs; the boundary then exits 128 + signum."""
+    global _terminated_by
+    _terminated_by = signum
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not signal.default_int_handler and handler is not _on_terminate:
+        handler(signal.SIGINT, frame)  # asyncio.run's handler: cancels the main task like a first Ctrl-C
+        return
+    raise KeyboardInterrupt
+
+
+def install_signal_handlers() -> None:
+    """Route SIGTERM and SIGHUP through `_on_terminate` (main thread only; a handler someone else set is kept)."""
+    global _terminated_by
+    _terminated_by = None
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None, _on_terminate):
+            signal.signal(sig, _on_terminate)
 
 
 def _silence_stdout() -> None:

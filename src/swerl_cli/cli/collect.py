@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUT, boundary, err_console
-from swerl_cli.errors import ConfigError
 
 Opt = typer.Option
 
@@ -66,20 +65,17 @@ def _collect(
     flags: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("input", "output", "config", "resume")}
     from swerl_cli.collect import CollectConfig, build_policy, plan_jobs, run_jobs
     from swerl_cli.config import resolve_config
-    from swerl_cli.jsonl import RecordWriter, existing_ids, read_records
+    from swerl_cli.jsonl import read_records
+    from swerl_cli.outputs import open_output
 
     flags["base_url"] = tuple(base_url) if base_url else None
     cfg = resolve_config(CollectConfig, config, **flags)
-    if resume and not output:
-        raise ConfigError("--resume needs -o FILE (the output to continue)")
-    skip = existing_ids(output) if resume and output else set()
-    # Every task is validated and the policy configured before the output is touched: bad input loses nothing.
-    jobs = plan_jobs(read_records(input), cfg, skip)
-    backend = build_policy(cfg)
-    if output and not resume:
-        open(output, "wb").close()  # a fresh run; records are appended and flushed one by one from here
-    progress = _Progress(len(skip))
-    with RecordWriter(output, append=bool(output), flush_each=True) as out:
+    inputs = [input, *([replay] if replay else [])]
+    with open_output(output, "append", resume=resume, inputs=inputs) as out:
+        # Every task is validated and the policy configured before the first record: bad input loses nothing.
+        jobs = plan_jobs(read_records(input), cfg, out.done_ids)
+        backend = build_policy(cfg)
+        progress = _Progress(len(out.done_ids))
         with progress:
             run_jobs(jobs, cfg, out.write, on_event=progress.event, policy=backend)
     err_console.print(f"swerl collect: {progress.summary()}")

@@ -8,7 +8,8 @@ import typer
 
 from swerl_cli.cli._common import INPUT, OUTPUT, boundary, err_console
 from swerl_cli.filtering import FilterSpec, filter_stream, parse_solve_rate
-from swerl_cli.jsonl import RecordWriter, is_live_input
+from swerl_cli.jsonl import is_live_input
+from swerl_cli.outputs import open_output
 
 HELP = """Keep the records that pass every given rule; kept lines are written byte-for-byte, in input order.
 
@@ -100,7 +101,7 @@ def _filter(
         per_task=per_task,
         grouped=grouped,
     )
-    with RecordWriter(output, flush_each=is_live_input(input)) as out:
+    with open_output(output, "replace", flush_each=is_live_input(input)) as out:
         result = filter_stream(input, spec, out.write_line)
     if not quiet:
         how = " (input not grouped: two passes)" if result.two_pass else ""

@@ -10,11 +10,11 @@ import typer
 
 from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, err_console
 from swerl_cli.config import resolve_config
-from swerl_cli.errors import ConfigError
 from swerl_cli.grading.engine import grade_records, load_tasks
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.report import Report
-from swerl_cli.jsonl import RecordWriter, existing_ids, read_many, read_records
+from swerl_cli.jsonl import read_many, read_records
+from swerl_cli.outputs import open_output
 
 HELP = """Grade each record in a fresh sandbox: apply its patch, apply the task's test_patch, run test_cmd, parse the
 per-test results (JUnit XML when the run writes /tmp/swerl-junit.xml, else pytest's -rA summary) and add a `grade`
@@ -59,23 +59,17 @@ def _grade(
         cpus=cpus,
         network=network,
     )
-    if resume and not output:
-        raise ConfigError("--resume needs -o FILE (the ids already graded are read from it)")
     task_map = load_tasks(read_records(tasks)) if tasks else None
     summary = Report()
-    skip: set[str] = set()
-    if output and resume:
-        skip = existing_ids(output)
-        for loc in read_records(output) if Path(output).exists() else ():
+    skipped: list[str] = []
+    inputs = inputs or []
+    with open_output(output, "append", resume=resume, inputs=[*inputs, *([tasks] if tasks else [])]) as out:
+        for loc in out.previous():
             summary.add(loc.obj)
-    elif output:
-        Path(output).unlink(missing_ok=True)
-    n = 0
-    with RecordWriter(output, append=bool(output), flush_each=True) as out:
-        for rec in grade_records(read_many(inputs or []), cfg, tasks=task_map, skip_ids=skip):
+        records = grade_records(read_many(inputs), cfg, tasks=task_map, skip_ids=out.done_ids, on_skip=skipped.append)
+        for rec in records:
             out.write(rec)
             summary.add(rec)
-            n += 1
             g = rec["grade"]
             msg = f" ({g['error']})" if g.get("error") else ""
             err_console.print(f"graded {rec['id']}: {g['status']} in {g['duration_s']:.1f}s{msg}")
@@ -83,6 +77,6 @@ def _grade(
         Path(report).write_bytes(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
     s = summary.to_json()
     err_console.print(
-        f"swerl grade: {n} graded ({len(skip)} skipped), {s['resolved_instances']} resolved of "
+        f"swerl grade: {out.count} graded ({len(skipped)} skipped), {s['resolved_instances']} resolved of "
         f"{s['total_instances']} in the output, {s['error_instances']} errors"
     )

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
-from swerl_cli.jsonl import RecordWriter, read_many
+from swerl_cli.jsonl import read_many
+from swerl_cli.outputs import open_output
 
 app = typer.Typer(
     help="Import SWE-bench-style rows as task records, build task images, validate tasks.", no_args_is_help=True
@@ -24,7 +25,7 @@ def _import(
 ) -> None:
     from swerl_cli.tasks_import import import_row, read_rows
 
-    with RecordWriter(output) as out:
+    with open_output(output, "replace") as out:
         for path in inputs:
             for loc in read_rows(path):
                 out.write(import_row(loc, namespace=namespace, workdir=workdir))
@@ -70,6 +71,7 @@ def _validate(
     workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes in parallel [default: 1].")] = None,
     timeout: Annotated[float | None, typer.Option(metavar="S", help="test_cmd timeout in seconds.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Label for this run's containers.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="With -o: skip tasks already in the output file.")] = False,
 ) -> None:
     from swerl_cli.config import resolve_config
     from swerl_cli.errors import ConfigError
@@ -85,8 +87,8 @@ def _validate(
         check_schema(loc, "swerl.task")
         tasks.append(Task.from_json(loc))
     bad = 0
-    with RecordWriter(output, flush_each=True) as out:
-        for rec in validate_tasks(tasks, cfg, repeats):
+    with open_output(output, "append", resume=resume, inputs=inputs or [], id_key="instance_id") as out:
+        for rec in validate_tasks([t for t in tasks if t.instance_id not in out.done_ids], cfg, repeats):
             out.write(rec)
             v = rec["validation"]
             bad += not v["valid"]
@@ -96,4 +98,5 @@ def _validate(
                 f"{rec['instance_id']}: {'valid' if v['valid'] else 'INVALID'} (gold {v['gold_resolved']}/{repeats},"
                 f" empty {v['empty_resolved']}/{repeats}{flaky}{errs})"
             )
-    err_console.print(f"swerl tasks validate: {len(tasks) - bad} valid, {bad} invalid")
+    skipped = f" ({len(tasks) - out.count} already in the output)" if out.count < len(tasks) else ""
+    err_console.print(f"swerl tasks validate: {out.count - bad} valid, {bad} invalid{skipped}")

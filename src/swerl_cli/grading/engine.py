@@ -11,7 +11,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -108,10 +108,15 @@ def grade_records(
     *,
     tasks: dict[str, Task] | None = None,
     skip_ids: set[str] | None = None,
+    on_skip: Callable[[str], None] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield graded records as they complete, `cfg.workers` at a time; input is read lazily (streams work)."""
+    """Yield graded records as they complete, `cfg.workers` at a time; input is read lazily (streams work).
+
+    A record whose id is in `skip_ids` (already graded) is passed to `on_skip`; a repeated id is graded once.
+    """
     run_id = cfg.run_id or new_run_id()
-    skip = skip_ids or set()
+    done = skip_ids or set()
+    skip: set[str] = set()
     pool = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="swerl-grade")
     pending: dict[Future[dict[str, Any]], Job] = {}
     source = iter(records)
@@ -125,6 +130,10 @@ def grade_records(
                     exhausted = True
                     break
                 job = to_job(loc, tasks)
+                if job.id in done:
+                    if on_skip is not None:
+                        on_skip(job.id)
+                    continue
                 if job.id in skip:
                     continue
                 skip.add(job.id)
@@ -147,9 +156,10 @@ def _abort(pool: ThreadPoolExecutor, pending: dict[Future[Any], Job], run_id: st
     """Interrupted or failed: drop queued work, remove this run's sandboxes, wait for workers to notice."""
     from swerl_cli.sandbox import lifecycle
 
-    old = None
+    old = {}
     if threading.current_thread() is threading.main_thread():
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not abort the cleanup
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a second signal must not abort the cleanup
+            old[sig] = signal.signal(sig, signal.SIG_IGN)
     try:
         for fut in pending:
             fut.cancel()
@@ -163,5 +173,5 @@ def _abort(pool: ThreadPoolExecutor, pending: dict[Future[Any], Job], run_id: st
         except Exception:  # no engine (local backend) or engine gone: nothing to prune
             pass
     finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,308 @@
+"""The output contract every command shares (DESIGN.md §13).
+
+    with open_output(path, "append", resume=resume, inputs=inputs) as out:   # collect, grade, validate, mine
+        todo = [r for r in records if r.id not in out.done_ids]
+        out.write(record)                                                  # one whole line, flushed
+
+    with open_output(path, "replace", inputs=inputs) as out:               # filter, import, convert
+        out.write(record)                                                  # file replaced when the block ends
+
+- `path` None or "-" is stdout. `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` write to that descriptor.
+- A target that exists and is not a regular file (device, FIFO, socket) is written in place: never replaced,
+  truncated or deleted.
+- "append" (long runs) flushes every record, so an interrupt or kill keeps each finished one. A fresh run empties
+  the file once its lock is held; `resume=True` keeps it, cuts a torn last line and fills `done_ids`.
+- "replace" (short runs) writes `.NAME.PID.tmp` beside the target and renames it over the target on success;
+  on any failure or signal the temp file is removed and the old target is untouched.
+- A regular-file target is locked (flock, exclusive) for the whole run: a second run on it is refused.
+- An output that is also an input of an "append" run is refused before anything is touched (it would be emptied
+  before it was read); "replace" runs read their input to the end before the rename, so `filter x -o x` works.
+- Every OS error (full disk, read-only directory, missing permission) is one OutputError line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import stat
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import orjson
+
+from swerl_cli.errors import OutputError, UsageError
+from swerl_cli.jsonl import STDIN, dumps, read_records
+from swerl_cli.records import Located
+
+Mode = Literal["append", "replace"]
+_FD_ALIAS = re.compile(r"^/(?:dev/fd|proc/self/fd)/(\d+)$")
+
+
+def _fd_alias(path: str) -> int | None:
+    """The descriptor a path names (`/dev/stdout` -> 1, `/dev/fd/3` -> 3), or None."""
+    named = {"/dev/stdout": 1, "/dev/stderr": 2}
+    if path in named:
+        return named[path]
+    m = _FD_ALIAS.match(path)
+    return int(m.group(1)) if m else None
+
+
+def _why(e: OSError) -> str:
+    return e.strerror or type(e).__name__
+
+
+def same_file(a: str, b: str) -> bool:
+    """True when two paths name the same existing file (hard links and symlinks included)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+class Output:
+    """An open output (see the module docstring); build it with `open_output`."""
+
+    def __init__(self, path: str | None, mode: Mode = "replace", *, resume: bool = False,
+                 inputs: Iterable[str] = (), flush_each: bool = False, id_key: str = "id"):  # fmt: skip
+        if mode not in ("append", "replace"):
+            raise ValueError(f"mode must be 'append' or 'replace', got {mode!r}")
+        self.path = None if path in (None, STDIN) else str(path)
+        self.mode, self.resume, self.id_key = mode, resume, id_key
+        self.flush_each = flush_each or mode == "append"
+        self.name = self.path or "<stdout>"
+        self.count = 0
+        self.done_ids: set[str] = set()
+        self._fh: IO[bytes] | None = None
+        self._lock_fd: int | None = None
+        self._tmp: str | None = None
+        self._created = False  # the lock created an empty target: removed again if the run fails
+        if resume and self.path is None:
+            raise UsageError("--resume needs -o FILE (the records already written are read from it)")
+        if mode == "append" and self.path is not None:
+            for src in inputs:
+                if src not in (None, STDIN) and same_file(src, self.path):
+                    raise UsageError(
+                        f"-o {self.path} is also an input ({src}): it would be emptied before it is read; "
+                        "write to another file"
+                    )
+
+    # -- opening ------------------------------------------------------------------------------------------------
+    def __enter__(self) -> Output:
+        try:
+            self._open()
+        except OSError as e:
+            self._cleanup(ok=False)
+            raise OutputError(f"{self.name}: cannot write: {_why(e)}") from None
+        except BaseException:
+            self._cleanup(ok=False)
+            raise
+        return self
+
+    def _open(self) -> None:
+        if self.path is None:
+            self._fh = sys.stdout.buffer
+            return
+        fd = _fd_alias(self.path)
+        if fd is not None:
+            self._special(f"{self.path} (a descriptor)")
+            self._fh = os.fdopen(os.dup(fd), "wb")
+            return
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode):
+                raise OutputError(f"{self.path}: is a directory, expected a file")
+            self._special(f"{self.path} (not a regular file)")
+            self._fh = open(self.path, "wb", buffering=0 if stat.S_ISCHR(st.st_mode) else -1)
+            return
+        if os.path.islink(self.path):
+            self.path = os.path.realpath(self.path)  # replace the link's target, not the link
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        if self.mode == "append":
+            assert self._lock_fd is not None
+            if self.resume:
+                trim_torn_line(self._lock_fd)
+                self.done_ids = _ids(self._lock_fd, self.id_key)
+                self._fh = os.fdopen(os.dup(self._lock_fd), "ab")
+            # A fresh run empties the file at its first record (or clean end), so a bad input loses nothing.
+        else:
+            parent, base = os.path.split(self.path)
+            self._tmp = os.path.join(parent, f".{base}.{os.getpid()}.tmp")
+            tfd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+            self._fh = os.fdopen(tfd, "wb")
+
+    def _special(self, what: str) -> None:
+        if self.resume:
+            raise UsageError(f"--resume needs a regular file; {what} cannot be resumed")
+
+    def _lock(self) -> None:
+        """Open (creating if needed) and flock the target; retry if another run renamed a new file over it."""
+        assert self.path is not None
+        for _ in range(10):
+            existed = os.path.exists(self.path)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise OutputError(
+                    f"{self.path}: another swerl run is writing this file (it is locked); wait for it or use another -o"
+                ) from None
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._lock_fd, self._created = fd, not existed
+                return
+            os.close(fd)  # replaced between open and flock: lock the new file instead
+        raise OutputError(f"{self.path}: keeps being replaced by another process")
+
+    # -- writing ------------------------------------------------------------------------------------------------
+    def write(self, obj: Any) -> None:
+        """Write one record as a whole line."""
+        self.write_line(dumps(obj))
+
+    def write_line(self, line: bytes) -> None:
+        """Write an already-serialised record line (must end with a newline)."""
+        try:
+            if self._fh is None:
+                self._begin()
+            self._fh.write(line)
+            if self.flush_each:
+                self._fh.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(f"{self.name}: cannot write: {_why(e)}") from None
+        self.count += 1
+
+    def _begin(self) -> None:
+        """A fresh append run: empty the locked file now that there is something to write."""
+        assert self._lock_fd is not None, "use the Output as a context manager"
+        os.ftruncate(self._lock_fd, 0)
+        os.lseek(self._lock_fd, 0, os.SEEK_SET)
+        self._fh = os.fdopen(os.dup(self._lock_fd), "wb")
+
+    def write_all(self, records: Iterable[Any]) -> int:
+        """Write every record; returns the running count."""
+        for r in records:
+            self.write(r)
+        return self.count
+
+    def previous(self) -> Iterator[Located]:
+        """With `resume`: the records already in the output (torn line already cut), each located."""
+        if self.resume and self.path is not None and os.path.exists(self.path):
+            yield from read_records(self.path)
+
+    # -- closing ------------------------------------------------------------------------------------------------
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._cleanup(ok=exc_type is None)
+
+    def _cleanup(self, *, ok: bool) -> None:
+        error: OSError | None = None
+        try:
+            if ok and self._fh is None and self._lock_fd is not None:
+                self._begin()  # a fresh append run that wrote nothing: the output is empty
+        except OSError as e:
+            error, ok = e, False
+        fh, self._fh = self._fh, None
+        try:
+            if fh is not None:
+                if fh is sys.stdout.buffer:
+                    if ok:
+                        fh.flush()
+                else:
+                    if ok and self._tmp is not None:
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                    fh.close()
+            if self._tmp is not None:
+                if ok:
+                    os.replace(self._tmp, self.path)  # type: ignore[arg-type]
+                    self._tmp = None
+                    self._created = False
+        except BrokenPipeError:
+            if ok:
+                raise
+        except OSError as e:
+            error, ok = e, False
+        finally:
+            if self._tmp is not None:
+                _unlink(self._tmp)
+                self._tmp = None
+            if not ok and self._created and self.path is not None and (self.mode == "replace" or self.count == 0):
+                _unlink_if_empty(self.path)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+        if error is not None:
+            raise OutputError(f"{self.name}: cannot write: {_why(error)}") from None
+
+
+def open_output(path: str | None, mode: Mode = "replace", *, resume: bool = False, inputs: Iterable[str] = (),
+                flush_each: bool = False, id_key: str = "id") -> Output:  # fmt: skip
+    """An Output for `-o PATH` (None or '-' = stdout); use it as a context manager."""
+    return Output(path, mode, resume=resume, inputs=inputs, flush_each=flush_each, id_key=id_key)
+
+
+class RecordWriter(Output):
+    """The older constructor: `RecordWriter(path)` replaces, `RecordWriter(path, append=True)` resumes."""
+
+    def __init__(self, path: str | None = None, *, append: bool = False, flush_each: bool = False):
+        super().__init__(path, "append" if append else "replace", resume=append and path not in (None, STDIN),
+                         flush_each=flush_each)  # fmt: skip
+
+
+def trim_torn_line(fd: int) -> int:
+    """Cut a trailing line that lacks its newline (a record torn by a kill or a full disk); returns bytes cut."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return 0
+    pos, chunk = size, 1 << 16
+    while pos > 0:
+        start = max(0, pos - chunk)
+        idx = os.pread(fd, pos - start, start).rfind(b"\n")
+        if idx >= 0:
+            os.ftruncate(fd, start + idx + 1)
+            return size - (start + idx + 1)
+        pos = start
+    os.ftruncate(fd, 0)
+    return size
+
+
+def _ids(fd: int, key: str) -> set[str]:
+    """Ids of the whole lines of an open output (a line that is not a JSON object is skipped here; readers of
+    the records themselves report it)."""
+    ids: set[str] = set()
+    with os.fdopen(os.dup(fd), "rb") as fh:
+        fh.seek(0)
+        for raw in fh:
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and isinstance(obj.get(key), str):
+                ids.add(obj[key])
+    return ids
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _unlink_if_empty(path: str) -> None:
+    try:
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            os.unlink(path)
+    except OSError:
+        pass
