@@ -9,7 +9,7 @@ import pytest
 
 from swerl_cli.agent.loop import AgentSettings, EpisodeResult, run_episode
 from swerl_cli.agent.prompts import load_prompts
-from swerl_cli.errors import PolicyError, SandboxError
+from swerl_cli.errors import ConfigError, PolicyError, SandboxError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
 from swerl_cli.sandbox.base import ExecResult
 from tests.agent.fakes import Delay, MemorySandbox, ScriptedPolicy, command
@@ -182,3 +182,21 @@ def test_native_tool_calls_get_tool_messages():
     assert result.messages[3]["role"] == "tool"
     assert result.messages[3]["tool_call_id"] == "c1"
     assert result.messages[2]["tool_calls"] == [call]
+
+
+@pytest.mark.parametrize("error", [SandboxError("image swerl-x:never not found"), ConfigError("unknown backend 'k8s'")])
+def test_a_sandbox_that_cannot_start_is_an_error_record_with_stats(error):
+    async def main() -> EpisodeResult:
+        async def start() -> MemorySandbox:
+            raise error
+
+        return await run_episode(
+            TASK, ScriptedPolicy([command("ls")]), start(), Sampling(), PROMPTS, AgentSettings(), INFO
+        )
+
+    result = asyncio.run(main())
+    assert result.exit_status == "error"
+    assert result.error == f"{type(error).__name__}: {error}"
+    assert result.patch == ""
+    assert result.stats["turns"] == 1  # the first request overlapped the start
+    assert set(result.stats) >= {"turns", "tokens_total", "wall_s", "sandbox_s", "policy_s"}

@@ -11,7 +11,7 @@ from typing import Any
 
 from swerl_cli.agent import tools as T
 from swerl_cli.agent.prompts import PromptConfig, fill
-from swerl_cli.errors import PolicyError, SandboxError
+from swerl_cli.errors import SandboxError, SwerlError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Policy, Sampling
 from swerl_cli.policy.tokens import TokenBook
 from swerl_cli.sandbox.base import Sandbox
@@ -95,7 +95,7 @@ async def run_episode(
     settings: AgentSettings,
     info: EpisodeInfo,
 ) -> EpisodeResult:
-    """Run one episode to submit or a limit; failures of policy or sandbox end it with exit_status `error`.
+    """Run one episode to submit or a limit; any SwerlError (policy, sandbox, its start) ends it with `error`.
 
     `sandbox` may be an awaitable still starting: the first policy request (which needs no sandbox) overlaps it.
     """
@@ -167,13 +167,13 @@ async def run_episode(
         else:
             status = "max_turns"
         result.exit_status = status or "error"
-    except (PolicyError, SandboxError) as e:
+    except SwerlError as e:  # policy, sandbox (its start included) or config failure: the record says which
         result.exit_status, result.error = "error", f"{type(e).__name__}: {e}"
     try:
         result.patch = await clock.sandbox((await box.get()).diff)
-    except SandboxError as e:
+    except SwerlError as e:
         if result.error is None:
-            result.exit_status, result.error = "error", f"SandboxError: reading the final diff failed: {e}"
+            result.exit_status, result.error = "error", f"{type(e).__name__}: reading the final diff failed: {e}"
     result.stats = _stats(result, clock, last_total)
     return result
 
@@ -182,7 +182,8 @@ class _LazySandbox:
     """The episode's sandbox, awaited (and the editor installed) on first use; start time counts as sandbox time."""
 
     def __init__(self, sandbox: Sandbox | Awaitable[Sandbox], settings: AgentSettings, clock: _Clock):
-        self._pending = sandbox if inspect.isawaitable(sandbox) else None
+        # A bare coroutine becomes a task: it starts now (overlapping the first request) and can be awaited twice.
+        self._pending = asyncio.ensure_future(sandbox) if inspect.isawaitable(sandbox) else None
         self._sb: Sandbox | None = None if self._pending is not None else sandbox  # type: ignore[assignment]
         self._ready = False
         self.settings, self.clock = settings, clock

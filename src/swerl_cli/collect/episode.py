@@ -12,24 +12,13 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from swerl_cli.agent.loop import EpisodeResult, initial_messages, run_episode
+from swerl_cli.agent.loop import EpisodeResult, run_episode
 from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.plan import Job, episode_id
 from swerl_cli.errors import SwerlError
 from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
 from swerl_cli.records import TRAJECTORY, schema_tag
-
-_EMPTY_STATS = {
-    "turns": 0,
-    "format_errors": 0,
-    "tokens_prompt": 0,
-    "tokens_generated": 0,
-    "tokens_total": 0,
-    "wall_s": 0.0,
-    "sandbox_s": 0.0,
-    "policy_s": 0.0,
-}
 
 
 def job_sampling(cfg: CollectConfig, sample: int) -> Sampling:
@@ -79,17 +68,12 @@ async def play_job(
     starting: asyncio.Future[Any],
     prompts: PromptConfig | None = None,
 ) -> dict[str, Any]:
-    """Run the agent on `job` in the sandbox `starting` resolves to; any SwerlError becomes an error record."""
+    """Run the agent on `job` in the sandbox `starting` resolves to; a failure is an error record (run_episode)."""
     prompts = prompts or load_prompts(cfg.prompt_config)
     settings = cfg.agent()
     sampling = job_sampling(cfg, job.sample)
     info = EpisodeInfo(job.task.instance_id, job.sample, cfg.run, job.loc.obj, cfg.max_context_tokens)
-    try:
-        result = await run_episode(job.loc.obj, policy, starting, sampling, prompts, settings, info)
-    except SwerlError as e:
-        messages = initial_messages(job.loc.obj, prompts, settings)
-        result = EpisodeResult(messages=messages, exit_status="error", error=f"{type(e).__name__}: {e}")
-        result.stats = dict(_EMPTY_STATS)
+    result = await run_episode(job.loc.obj, policy, starting, sampling, prompts, settings, info)
     return trajectory_record(job, cfg, policy, sampling, result)
 
 
