@@ -93,7 +93,7 @@ class MemorySandbox:
     closed: bool = False
     workdir: str = "/repo"
 
-    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
         if cmd == T.STATE_COMMAND:
             return ExecResult(0, f"{self.cwd}\n")
         self.commands.append((cmd, timeout_s))
@@ -103,6 +103,9 @@ class MemorySandbox:
             return self.handler(cmd, timeout_s)
         out = self.outputs.get(cmd, "")
         return ExecResult(0, out) if isinstance(out, str) else out
+
+    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        return self.run(cmd, timeout_s)
 
     def write_file(self, path: str, data: str | bytes) -> None:
         self.files[path] = data.encode() if isinstance(data, str) else data

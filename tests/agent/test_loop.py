@@ -200,3 +200,11 @@ def test_a_sandbox_that_cannot_start_is_an_error_record_with_stats(error):
     assert result.patch == ""
     assert result.stats["turns"] == 1  # the first request overlapped the start
     assert set(result.stats) >= {"turns", "tokens_total", "wall_s", "sandbox_s", "policy_s"}
+
+
+def test_the_fakes_implement_the_real_protocols():
+    from swerl_cli.policy.base import Policy
+    from swerl_cli.sandbox.base import Sandbox
+
+    assert isinstance(ScriptedPolicy([]), Policy)
+    assert isinstance(MemorySandbox(), Sandbox)

@@ -17,7 +17,7 @@ from swerl_cli.errors import ConfigError, SandboxError
 from swerl_cli.grading.evaluate import SEMANTICS, evaluate, suspicious
 from swerl_cli.grading.logs import log_family, parse_junit, parse_text_log
 from swerl_cli.records import Task
-from swerl_cli.sandbox import BACKENDS, SandboxLimits, open_sandbox
+from swerl_cli.sandbox import BACKENDS, ExecResult, Sandbox, SandboxLimits, open_sandbox
 from swerl_cli.sandbox.gitops import patch_files, touched_files
 
 JUNIT_PATH = "/tmp/swerl-junit.xml"
@@ -101,7 +101,7 @@ def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) ->
         return _grade("error", t0, error=str(e))
 
 
-def _results(sb: Any, log: str, task: Task) -> tuple[dict[str, str], str]:
+def _results(sb: Sandbox, log: str, task: Task) -> tuple[dict[str, str], str]:
     """The JUnit XML the test command wrote (pytest tasks), else the log through the task's parser."""
     name = task.extra.get("log_parser")
     if log_family(name) == "pytest":
@@ -120,8 +120,8 @@ def _tail(text: str, n: int) -> str:
     return text if len(text) <= n else text[-n:]
 
 
-def _grade_in(sb: Any, task: Task, patch: str, cfg: GradeConfig, t0: float) -> dict[str, Any]:
-    def sh(cmd: str, timeout_s: float = 300.0) -> Any:
+def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float) -> dict[str, Any]:
+    def sh(cmd: str, timeout_s: float = 300.0) -> ExecResult:
         res = sb.run(cmd, timeout_s)
         if res.timed_out:
             raise SandboxError(f"grading step timed out after {timeout_s}s: {cmd[:80]}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 from swerl_cli.errors import ConfigError, SandboxError
 from swerl_cli.records import Task
@@ -24,12 +23,12 @@ def start_sandbox(
     hygiene: bool = True,
     env: dict[str, str] | None = None,
     repo_dir: str | None = None,
-) -> Any:
+) -> Sandbox:
     """Start a sandbox for `task` (caller must `close()` it); with `hygiene` the repo holds nothing past base_commit."""
     if backend == "docker":
         from swerl_cli.sandbox.docker import DockerSandbox
 
-        sb: Any = DockerSandbox(task, limits, run_id, env)
+        sb: Sandbox = DockerSandbox(task, limits, run_id, env)
     elif backend == "local":
         from swerl_cli.sandbox.local import LocalSandbox
 
@@ -45,12 +44,11 @@ def start_sandbox(
     return sb
 
 
-def enforce_hygiene(sb: Any, task: Task) -> None:
+def enforce_hygiene(sb: Sandbox, task: Task) -> None:
     """Run the git-hygiene step in the sandbox's workdir; a failure is a SandboxError naming the task."""
     from swerl_cli.sandbox.gitops import hygiene_command
 
-    workdir = getattr(sb, "workdir", task.workdir)
-    res = sb.run(f"cd {_q(workdir)} && {hygiene_command(task.base_commit)}", 600)
+    res = sb.run(f"cd {_q(sb.workdir)} && {hygiene_command(task.base_commit)}", 600)
     if res.exit_code != 0:
         raise SandboxError(f"{task.instance_id}: repository hygiene failed: {res.output.strip()[-300:]}")
 
@@ -65,7 +63,7 @@ def open_sandbox(
     hygiene: bool = True,
     env: dict[str, str] | None = None,
     repo_dir: str | None = None,
-) -> Iterator[Any]:
+) -> Iterator[Sandbox]:
     """Context manager yielding a started sandbox in task.workdir; it is removed on every exit path."""
     sb = start_sandbox(task, backend=backend, limits=limits, run_id=run_id, hygiene=hygiene, env=env, repo_dir=repo_dir)
     try:

@@ -30,9 +30,17 @@ class SandboxLimits:
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """A session started from a task; commands share one shell (cwd and env persist between them)."""
+    """A session started from a task; commands share one shell (cwd and env persist between them).
 
-    def run(self, cmd: str, timeout_s: float = 60.0) -> ExecResult: ...
+    `workdir` is the repository's path inside the sandbox. `run` caps its output (head and tail kept) at the
+    sandbox's `output_cap_bytes`, or at `cap` bytes; `run_uncapped` returns all of it (test logs, file contents).
+    """
+
+    workdir: str
+
+    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult: ...
+
+    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult: ...
 
     def write_file(self, path: str, data: str | bytes) -> None: ...
 

@@ -6,7 +6,6 @@ import contextlib
 import re
 import secrets
 import select
-import shlex
 import socket
 import threading
 from typing import Any
@@ -14,9 +13,8 @@ from typing import Any
 from swerl_cli.errors import SandboxError
 from swerl_cli.records import Task
 from swerl_cli.sandbox import lifecycle
-from swerl_cli.sandbox.base import ExecResult, SandboxLimits
-from swerl_cli.sandbox.gitops import diff_command, touched_files
-from swerl_cli.sandbox.shell import Shell
+from swerl_cli.sandbox.base import SandboxLimits
+from swerl_cli.sandbox.shell import Shell, ShellSandbox
 
 _client_lock = threading.Lock()
 _client: Any = None
@@ -125,7 +123,7 @@ def _name(run_id: str, instance_id: str) -> str:
     return f"swerl-{slug}-{secrets.token_hex(3)}"
 
 
-class DockerSandbox:
+class DockerSandbox(ShellSandbox):
     """A started container whose main process is a persistent shell in `task.workdir`; `close()` removes it."""
 
     def __init__(
@@ -187,64 +185,12 @@ class DockerSandbox:
         """The docker SDK Container (inspected on access; the hot path uses the low-level API and `cid`)."""
         return self.client.containers.get(self.cid)
 
-    # -- protocol -------------------------------------------------------------------------------------------
-    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
-        """Run a shell command; cwd and env persist; output capped (SandboxLimits.output_cap_bytes unless `cap`)."""
-        return self._sh().run(cmd, timeout_s, cap=cap or True)
-
-    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
-        """Like `run` but returns the whole output (for reading files and logs)."""
-        return self._sh().run(cmd, timeout_s, cap=False)
-
-    def write_file(self, path: str, data: str | bytes) -> None:
-        """Write a file (parents created), relative paths from the current directory."""
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-        res = self._sh().put(path, raw)
-        if res.exit_code != 0:
-            raise SandboxError(f"could not write {path}: {res.output.strip()[:200]}")
-
-    def read_file(self, path: str) -> bytes:
-        """Read a file's bytes (base64 on the wire, so any content survives)."""
-        import base64
-
-        res = self._sh().run(f"base64 -w0 -- {shlex.quote(path)}", 120, cap=False)
-        if res.exit_code != 0:
-            raise SandboxError(f"could not read {path}: {res.output.strip()[:200]}")
-        return base64.b64decode(res.output)
-
-    def diff(self) -> str:
-        """`git diff` of the working tree (untracked files included) vs base_commit, test files excluded."""
-        res = self._sh().run(diff_command(self.task.base_commit, touched_files(self.task)), 120, cap=False)
-        if res.exit_code != 0:
-            raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
-        return res.output
-
-    def close(self) -> None:
-        """Remove the container (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        lifecycle.unregister(id(self))
-        self._remove()
-
-    # -- helpers --------------------------------------------------------------------------------------------
-    def _sh(self) -> Shell:
-        if self._shell is None or self._closed:
-            raise SandboxError("sandbox is closed")
-        return self._shell
-
     def _remove(self) -> None:
         if self._transport is not None:
             self._transport.close()
         if self.cid is not None:
             with contextlib.suppress(Exception):
                 self.client.api.remove_container(self.cid, force=True)
-
-    def __enter__(self) -> DockerSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def prune(run_id: str | None = None, *, only_this_process: bool = False, stale_only: bool = False) -> list[str]:

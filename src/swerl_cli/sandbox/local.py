@@ -20,9 +20,8 @@ from pathlib import Path
 from swerl_cli.errors import ConfigError, SandboxError
 from swerl_cli.records import Task
 from swerl_cli.sandbox import lifecycle
-from swerl_cli.sandbox.base import ExecResult, SandboxLimits
-from swerl_cli.sandbox.gitops import diff_command, touched_files
-from swerl_cli.sandbox.shell import Shell
+from swerl_cli.sandbox.base import SandboxLimits
+from swerl_cli.sandbox.shell import Shell, ShellSandbox
 
 WARNING = "swerl: WARNING: the 'local' sandbox backend does NOT isolate: model commands run on this machine as you."
 _warned = False
@@ -111,7 +110,7 @@ def find_repo(task: Task, repo_dir: str | None) -> Path:
     raise ConfigError(f"{repo_dir}: no git repository for {task.repo} (looked for {task.repo.replace('/', '__')}/)")
 
 
-class LocalSandbox:
+class LocalSandbox(ShellSandbox):
     """The Sandbox protocol on this machine (development only); close() deletes the temporary clone."""
 
     def __init__(
@@ -143,55 +142,11 @@ class LocalSandbox:
             self.close()
             raise
 
-    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
-        """Run a shell command in the persistent local shell (output capped as in DockerSandbox.run)."""
-        return self._shell.run(cmd, timeout_s, cap=cap or True)
-
-    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
-        """Like `run` without the output cap."""
-        return self._shell.run(cmd, timeout_s, cap=False)
-
-    def write_file(self, path: str, data: str | bytes) -> None:
-        """Write a file relative to the shell's cwd (or absolute)."""
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-        res = self._shell.put(path, raw)
-        if res.exit_code != 0:
-            raise SandboxError(f"could not write {path}: {res.output.strip()[:200]}")
-
-    def read_file(self, path: str) -> bytes:
-        """Read a file relative to the shell's cwd (or absolute)."""
-        p = Path(path) if os.path.isabs(path) else Path(self._shell.cwd or self.workdir) / path
-        try:
-            return p.read_bytes()
-        except OSError as e:
-            raise SandboxError(f"could not read {path}: {e}") from None
-
-    def diff(self) -> str:
-        """`git diff` vs base_commit, untracked files included, test files excluded."""
-        res = self._shell.run(diff_command(self.task.base_commit, touched_files(self.task)), 120, cap=False)
-        if res.exit_code != 0:
-            raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
-        return res.output
-
-    def close(self) -> None:
-        """Stop the shell and delete the temporary clone."""
-        if self._closed:
-            return
-        self._closed = True
-        self._remove()
-        lifecycle.unregister(id(self))
-
     def _remove(self) -> None:
         shell = getattr(self, "_shell", None)
         if shell is not None:
             shell.t.close()
         shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> LocalSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _clone_at(src: Path, dest: Path, commit: str) -> None:

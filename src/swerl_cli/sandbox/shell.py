@@ -9,12 +9,19 @@ timeout can kill the command's groups without touching the shell.
 
 from __future__ import annotations
 
+import base64
 import secrets
+import shlex
 import time
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from swerl_cli.errors import SandboxError
-from swerl_cli.sandbox.base import ExecResult
+from swerl_cli.records import Task
+from swerl_cli.sandbox import lifecycle
+from swerl_cli.sandbox.base import ExecResult, SandboxLimits
+from swerl_cli.sandbox.gitops import diff_command, touched_files
+
+_S = TypeVar("_S", bound="ShellSandbox")
 
 # Sent once at shell start. Function and variable names are prefixed so user commands do not collide with them.
 PRELUDE = r"""
@@ -194,3 +201,68 @@ class Shell:
             self.run(f"cd {shlex.quote(self.cwd)}", timeout_s=10)
         code = 124 if timed_out else (rc if isinstance(rc, int) else 255)
         return ExecResult(code, out.text(), timed_out, time.monotonic() - t0)
+
+
+class ShellSandbox:
+    """The Sandbox protocol over one persistent `Shell`: what the docker and local backends share.
+
+    A backend's constructor sets `task`, `workdir`, `limits` and `_shell`, registers itself with `lifecycle`, and
+    implements `_remove()` (stop the shell, delete the container or the temporary clone).
+    """
+
+    task: Task
+    workdir: str
+    limits: SandboxLimits
+    _shell: Shell | None = None
+    _closed: bool = False
+
+    def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
+        """Run a shell command; cwd and env persist; output capped (SandboxLimits.output_cap_bytes unless `cap`)."""
+        return self._sh().run(cmd, timeout_s, cap=cap or True)
+
+    def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        """Like `run` but returns the whole output (for reading files and logs)."""
+        return self._sh().run(cmd, timeout_s, cap=False)
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        """Write a file (parents created), relative paths from the current directory."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        res = self._sh().put(path, raw)
+        if res.exit_code != 0:
+            raise SandboxError(f"could not write {path}: {res.output.strip()[:200]}")
+
+    def read_file(self, path: str) -> bytes:
+        """Read a file's bytes (base64 on the wire, so any content survives)."""
+        res = self._sh().run(f"base64 -w0 -- {shlex.quote(path)}", 120, cap=False)
+        if res.exit_code != 0:
+            raise SandboxError(f"could not read {path}: {res.output.strip()[:200]}")
+        return base64.b64decode(res.output)
+
+    def diff(self) -> str:
+        """`git diff` of the working tree (untracked files included) vs base_commit, test files excluded."""
+        res = self._sh().run(diff_command(self.task.base_commit, touched_files(self.task)), 120, cap=False)
+        if res.exit_code != 0:
+            raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
+        return res.output
+
+    def close(self) -> None:
+        """Remove the sandbox (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        lifecycle.unregister(id(self))
+        self._remove()
+
+    def _remove(self) -> None:
+        raise NotImplementedError
+
+    def _sh(self) -> Shell:
+        if self._shell is None or self._closed:
+            raise SandboxError("sandbox is closed")
+        return self._shell
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
