@@ -66,12 +66,28 @@ def diff_command(base_commit: str, exclude: list[str]) -> str:
     )
 
 
-# Leaves the repository with one branch at base_commit and nothing else: no other refs, tags, remotes, stash,
-# reflog, loose or packed objects unreachable from HEAD. A fingerprint file makes repeat runs (images that were
-# already cleaned, e.g. by `swerl tasks build`) cost a few git calls instead of a gc.
+# Leaves the repository with one branch at base_commit and nothing else. The object store is rebuilt from exactly
+# the objects reachable from base_commit (one new pack; loose objects, every old pack, `.keep` files, commit-graphs
+# and alternates removed), so no git config in the image (gc.bigPackThreshold, ...) can keep an object alive. Refs,
+# remotes, stash, notes, reflogs, worktrees and *_HEAD files go. Symbolic refs (origin/HEAD in every clone) are
+# deleted on their own first: one update-ref transaction cannot delete a symref and its target. Then a check runs
+# that fails closed (exit 4): exactly one ref, no alternates, and the stored objects equal the reachable ones. A
+# fingerprint file makes repeat runs (images cleaned by `swerl tasks build`) cost a few git calls.
+CHECK = r"""verify() {
+  refs=$(git for-each-ref --format='%(refname)')
+  [ "$refs" = "refs/heads/$(git symbolic-ref -q --short HEAD)" ] || { echo "hygiene check: refs left: $refs"; exit 4; }
+  [ ! -e .git/objects/info/alternates ] || { echo "hygiene check: alternates left"; exit 4; }
+  t=$(mktemp -d); git rev-list --objects HEAD | cut -d' ' -f1 | sort -u > "$t/reach"
+  git cat-file --batch-all-objects --batch-check='%(objectname)' | sort -u > "$t/have"
+  extra=$(comm -13 "$t/reach" "$t/have" | head -3 | tr '\n' ' '); missing=$(comm -23 "$t/reach" "$t/have" | head -3)
+  rm -rf "$t"
+  [ -z "$extra" ] || { echo "hygiene check: objects outside base_commit's history: $extra"; exit 4; }
+  [ -z "$missing" ] || { echo "hygiene check: objects of base_commit's history missing: $missing"; exit 4; }
+}"""
 HYGIENE = r"""(
 set -e +o pipefail
 base=__BASE__
+__CHECK__
 fp() { { git rev-parse HEAD; git for-each-ref; git count-objects -v; \
   ls .git/objects/pack .git/logs 2>/dev/null || true; git remote; test -e .git/objects/info/alternates && echo alt; \
   } | sha1sum | cut -c1-40; }
@@ -81,14 +97,22 @@ if [ "$(git rev-parse HEAD)" = "$base" ] && [ -f .git/swerl-clean ] && [ "$(cat 
 if [ "$(git rev-parse HEAD)" != "$base" ]; then git checkout -q -f --detach "$base"; fi
 branch=$(git symbolic-ref -q --short HEAD || true)
 if [ -z "$branch" ]; then branch=main; git checkout -q -B main; fi
+git for-each-ref --format='%(refname) %(symref)' | while read -r ref target; do
+  if [ -n "$target" ]; then git symbolic-ref --delete "$ref"; fi; done
 git for-each-ref --format='delete %(refname)' | { grep -vx "delete refs/heads/$branch" || true; } \
   | git update-ref --stdin
 for r in $(git remote); do git remote remove "$r"; done
-if [ -e .git/objects/info/alternates ]; then git repack -a -d -q; rm -f .git/objects/info/alternates; fi
-rm -rf .git/logs .git/refs/original .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/COMMIT_EDITMSG .git/rr-cache
-git worktree prune
-git -c gc.reflogExpire=now -c gc.reflogExpireUnreachable=now -c gc.rerereResolved=now gc -q --prune=now
-rm -rf .git/logs
+git reset -q  # the index names only base_commit's blobs (staged content stays in the work tree)
+rm -rf .git/logs .git/refs/original .git/rr-cache .git/worktrees .git/rebase-merge .git/rebase-apply .git/sequencer
+find .git -maxdepth 1 -name '*_HEAD' ! -name HEAD -delete
+find .git -maxdepth 1 -name 'COMMIT_EDITMSG' -delete
+tmp=$(mktemp -d .git/swerl-pack.XXXXXX)
+git rev-list --objects HEAD | git -c pack.writeBitmaps=false pack-objects -q "$tmp/pack" >/dev/null
+rm -rf .git/objects/pack .git/objects/info .git/objects/??
+mkdir -p .git/objects/pack .git/objects/info
+mv "$tmp"/pack-* .git/objects/pack/
+rm -rf "$tmp"
+verify
 fp > .git/swerl-clean
 echo cleaned
 )"""
@@ -96,4 +120,9 @@ echo cleaned
 
 def hygiene_command(base_commit: str) -> str:
     """The shell command that enforces episode hygiene in the current directory (a git work tree)."""
-    return HYGIENE.replace("__BASE__", shlex.quote(base_commit))
+    return HYGIENE.replace("__CHECK__", CHECK).replace("__BASE__", shlex.quote(base_commit))
+
+
+def hygiene_check_command() -> str:
+    """The check alone: exit 4 with a reason when the repository holds anything outside HEAD's history."""
+    return f"( set -e +o pipefail\n{CHECK}\nverify\necho clean )"

@@ -1,0 +1,85 @@
+"""`swerl tasks build` images: no inherited sandbox labels, cache key on the base image's id, setup of any size,
+the repository from a local directory or a bundle with no network."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+
+import pytest
+
+from swerl_cli.records import Located, Task
+from swerl_cli.sandbox import open_sandbox
+from swerl_cli.sandbox.build import build_image, image_status
+from tests.sandbox.toy import ENV, make_repo, toy_task
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def images():
+    """Image names made by a test; removed afterwards."""
+    made: list[str] = []
+    yield made
+    if made:
+        subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
+
+
+def _name(tag: str) -> str:
+    return f"swerl-test-build-{tag}:{secrets.token_hex(4)}"
+
+
+def test_built_image_has_only_its_recipe_label_and_a_large_setup_works(tmp_path, images) -> None:
+    big = "x" * 300_000  # one argument past Linux's 128 KiB MAX_ARG_STRLEN
+    rec = toy_task(tmp_path, _name("labels"), dirty=False)
+    rec["setup"] = [*rec["setup"], f"echo {big} | wc -c > /big-setup-ran"]
+    images.append(rec["image"])
+    task = Task.from_json(Located("t", 1, rec))
+    assert build_image(task) == "built"
+    labels = subprocess.run(
+        ["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", rec["image"]], capture_output=True, text=True
+    ).stdout
+    assert "swerl.setup" in labels
+    for key in ("swerl.managed", "swerl.run", "swerl.pid", "swerl.instance"):
+        assert key not in labels
+    with open_sandbox(task, run_id="pytest-build-big") as sb:
+        assert sb.run("cat /big-setup-ran").output.strip() == "300001"
+        assert sb.run("ls /tmp/swerl-setup.sh 2>&1").exit_code != 0
+    assert build_image(task) == "cached"
+
+
+def test_cache_key_follows_the_base_image_id(tmp_path, images) -> None:
+    base = _name("base")
+    images.append(base)
+    subprocess.run(["docker", "tag", "swerl-base", base], check=True)
+    rec = toy_task(tmp_path, _name("keyed"), dirty=False)
+    images.append(rec["image"])
+    task = Task.from_json(Located("t", 1, rec))
+    assert build_image(task, base_image=base) == "built"
+    assert image_status(task, base) == "ok"
+    cid = subprocess.run(["docker", "create", base, "true"], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["docker", "commit", "-c", "LABEL rebuilt=1", cid, base], capture_output=True, check=True)
+    subprocess.run(["docker", "rm", cid], capture_output=True)
+    assert image_status(task, base) == "stale"  # same name, another image
+    assert build_image(task, base_image=base) == "built"
+
+
+@pytest.mark.parametrize("form", ["dir", "bundle"])
+def test_repository_from_a_local_directory_or_bundle(tmp_path, images, form: str) -> None:
+    info = make_repo(tmp_path, dirty=True)  # the fix is a later commit in the source: hygiene must drop it
+    repo = tmp_path / "repo"
+    source = str(repo)
+    if form == "bundle":
+        source = str(tmp_path / "repo.bundle")
+        subprocess.run(
+            ["git", "-C", str(repo), "bundle", "create", source, "--all"], check=True, env=ENV, capture_output=True
+        )
+    rec = toy_task(tmp_path / "unused", _name(form), dirty=False)
+    rec.update(info, setup=[], repo_source=source)
+    images.append(rec["image"])
+    task = Task.from_json(Located("t", 1, rec))
+    assert build_image(task) == "built"
+    with open_sandbox(task, run_id=f"pytest-build-{form}") as sb:
+        assert sb.run("git rev-parse HEAD").output.strip() == info["base_commit"]
+        assert sb.run("git log --all --oneline | wc -l").output.strip() == "1"
+        assert sb.run("grep -c FIXED-MARKER calc.py").output.strip() == "0"
