@@ -19,13 +19,18 @@ TARGET = ROOT / "docs" / "cli.md"
 
 EXIT_CODES = """| code | meaning |
 | --- | --- |
-| 0 | success (records that failed as data, e.g. `grade.status: error`, still count as success) |
-| 1 | runtime failure: Docker or a policy server unavailable, training crashed, an optional package missing |
-| 2 | bad flags (usage error) |
-| 3 | bad input data or config: one stderr line naming file, line and field |
-| 130 | interrupted (Ctrl-C) |
+| 0 | success: every input record has its output record. Failures that are data count as success: an episode whose \
+policy server is down or answers garbage (after the retries) is an `exit_status: error` trajectory, a grade whose \
+sandbox died is `grade.status: error` |
+| 1 | runtime failure that stops the whole run: no Docker engine, the output locked by another run or not \
+writable (full disk, read-only directory), training crashed, an optional package missing |
+| 2 | usage error: an unknown flag, a flag value out of range (`--timeout nan`, `--workers 0`, `--sandbox bogus`), \
+flags that cannot go together (`--resume` without `-o`, `-o` naming an input of `grade`/`collect`) |
+| 3 | bad input data or config file: one stderr line naming file, line and field |
+| 130 | interrupted (Ctrl-C); SIGTERM and SIGHUP clean up the same way and exit 143 and 129 |
 
-`SWERL_DEBUG=1` shows the traceback of any error. A closed stdout pipe (`swerl filter ... | head -1`) exits 0."""
+`SWERL_DEBUG=1` shows the traceback of any error. A closed stdout pipe (`swerl filter ... | head -1`) exits 0.
+Outputs and signals: see docs/reliability.md."""
 
 
 def _walk(cmd, path: list[str]):

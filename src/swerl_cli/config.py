@@ -10,12 +10,14 @@ Flags left at None mean "not given" and do not override the file.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.errors import ConfigError, UsageError
 
 C = TypeVar("C")
 
@@ -29,6 +31,12 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a directory, expected a YAML config file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (invalid byte at offset {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read the config file: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
@@ -82,6 +90,7 @@ def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any
     hints = typing.get_type_hints(cls)
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
     values: dict[str, Any] = {}
+    given: set[str] = set()
     if path is not None:
         source = str(path)
         for key, value in load_yaml(path).items():
@@ -95,7 +104,23 @@ def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any
             if name not in fields:
                 raise TypeError(f"{cls.__name__} has no field {name!r}")
             values[name] = value
-    return cls(**values)
+            given.add(name)
+    try:
+        return cls(**values)
+    except ConfigError as e:
+        # The rule of docs/cli.md: a bad flag value is a usage error (exit 2), a bad config-file value exit 3.
+        named = set(re.findall(r"field '([a-z_0-9]+)'", str(e)))
+        if (named and named <= given) or (not named and path is None):
+            raise UsageError(f"bad flag value: {e}") from None
+        if path is not None and not str(e).startswith(str(path)):
+            raise ConfigError(f"{path}: {e}") from None
+        raise
+
+
+def check_positive(name: str, value: float, *, zero_ok: bool = False) -> None:
+    """A finite number > 0 (>= 0 with `zero_ok`), else a ConfigError naming the field (nan and inf included)."""
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        raise ConfigError(f"field '{name}': must be a finite number {'>=' if zero_ok else '>'} 0; got {value}")
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:

@@ -17,8 +17,10 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from swerl_cli.errors import OutputError
 from swerl_cli.jsonl import read_records
 from swerl_cli.records import EVAL, GRADE_STATUSES, Located, check_schema, require, schema_tag
 
@@ -241,5 +243,10 @@ def plot_reports(reports: list[Report], path: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)  # like -o: a missing directory is created
+        fig.savefig(path)
+    except OSError as e:
+        raise OutputError(f"{path}: cannot write the plot: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)

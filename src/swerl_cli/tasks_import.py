@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.errors import InputError
-from swerl_cli.records import Located, Task
+from swerl_cli.records import TASK, Located, Task, check_schema
 from swerl_cli.sandbox.gitops import patch_files
 
 NON_TEST_EXTS = (".json", ".png", ".csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
@@ -97,6 +97,8 @@ def _str(loc: Located, key: str, value: Any) -> str:
 
 def import_row(loc: Located, *, namespace: str = "swebench", workdir: str = "/testbed") -> dict[str, Any]:
     """One dataset row -> a validated task record (dict); located one-line errors for unusable rows."""
+    if "schema" in loc.obj:  # a swerl task record: its version must be one this swerl reads, never rewritten
+        check_schema(loc, TASK)
     row = dict(loc.obj)
     for key in ("instance_id", "base_commit"):
         if not isinstance(row.get(key), str) or not row[key]:

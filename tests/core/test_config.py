@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from swerl_cli.config import config_to_dict, resolve_config
-from swerl_cli.errors import ConfigError
+from swerl_cli.errors import ConfigError, UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +44,14 @@ def test_resolve_config_rejects_wrong_type(tmp_path):
         resolve_config(_Cfg, p)
 
 
-def test_resolve_config_runs_validation_with_remedy():
-    with pytest.raises(ConfigError, match="must be >= 2"):
+def test_resolve_config_runs_validation_with_remedy(tmp_path):
+    with pytest.raises(UsageError, match="bad flag value: .*must be >= 2"):  # a flag: usage error, exit 2
         resolve_config(_Cfg, None, group_size=1)
+    p = tmp_path / "c.yaml"
+    p.write_text("group_size: 1\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: .*must be >= 2") as info:  # the file's value: exit 3
+        resolve_config(_Cfg, p)
+    assert info.value.exit_code == 3
 
 
 def test_load_yaml_reports_line_of_syntax_error(tmp_path):

@@ -40,7 +40,7 @@ def data(tmp_path):
 )
 def test_dapo_bad_flags_fail_with_one_line_remedy(data, tmp_path, flags, expect):
     result = _run(["--model", "m", "--output", str(tmp_path / "o"), *flags, str(data)])
-    assert result.exit_code == 3
+    assert result.exit_code == 2  # a bad flag value is a usage error (docs/cli.md)
     assert expect in _one_line(result)
     assert result.stdout == ""
 

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -97,6 +98,23 @@ def boundary(name: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return deco
+
+
+def check_checkpoint_dir(path: str, *, overwrite: bool) -> None:
+    """A training `--output` may be absent, empty or a swerl checkpoint (replaced when the run ends); anything else
+    is refused unless --overwrite, so a typo cannot delete an unrelated directory."""
+    from swerl_cli.errors import UsageError
+
+    p = Path(path)
+    if overwrite or not p.exists():
+        return
+    if not p.is_dir():
+        raise UsageError(f"--output {path} is a file, not a checkpoint directory; choose another path or --overwrite")
+    if any(p.iterdir()) and not (p / "swerl_run_config.json").is_file():
+        raise UsageError(
+            f"--output {path} is a non-empty directory that is not a swerl checkpoint (no swerl_run_config.json); "
+            "it would be deleted: choose another path or pass --overwrite"
+        )
 
 
 _terminated_by: int | None = None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, boundary, err_console
+from swerl_cli.cli._common import CONFIG, INPUTS, boundary, check_checkpoint_dir, err_console
 
 HELP = (
     "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
@@ -57,6 +58,9 @@ def _dapo(
     allow_mixed_versions: Annotated[
         bool | None, _opt("Train on rollouts of several policy versions (off-policy).")
     ] = None,
+    overwrite: Annotated[
+        bool, _opt("Replace an existing --output directory that is not a swerl checkpoint.", "--overwrite")
+    ] = False,
 ) -> None:
     from swerl_cli.config import resolve_config
     from swerl_cli.errors import ConfigError
@@ -67,6 +71,8 @@ def _dapo(
 
     if not model or not output:
         raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
+    if Path(output).resolve() != Path(model).resolve():  # output == model has its own message below
+        check_checkpoint_dir(output, overwrite=overwrite)
     flags = {k: v for k, v in locals().items() if k in DapoConfig.__slots__}
     cfg = resolve_config(DapoConfig, config, **flags)
     if dist.world_size() > 1 and (not inputs or "-" in inputs):

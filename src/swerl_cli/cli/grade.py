@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import orjson
@@ -74,7 +73,8 @@ def _grade(
             msg = f" ({g['error']})" if g.get("error") else ""
             err_console.print(f"graded {rec['id']}: {g['status']} in {g['duration_s']:.1f}s{msg}")
     if report:
-        Path(report).write_bytes(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        with open_output(report, "replace") as rep:
+            rep.write_line(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
     s = summary.to_json()
     err_console.print(
         f"swerl grade: {out.count} graded ({len(skipped)} skipped), {s['resolved_instances']} resolved of "

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.agent.loop import AgentSettings
+from swerl_cli.config import check_positive
 from swerl_cli.errors import ConfigError
 from swerl_cli.policy.base import Sampling
+from swerl_cli.sandbox import BACKENDS
 
 ACTION_FORMATS = ("text", "tools")
 # The agent and sampling defaults come from the classes that own them.
@@ -87,6 +89,14 @@ class CollectConfig:
             )
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.min_p < 0:
             raise ConfigError("sampling: need temperature >= 0, 0 < top_p <= 1 and min_p >= 0")
+        for name in ("command_timeout_s", "episode_timeout_s", "request_timeout_s", "cpus"):
+            check_positive(name, getattr(self, name))
+        for name in ("max_retries", "backoff_s"):
+            check_positive(name, getattr(self, name), zero_ok=True)
+        if self.memory_mb < 64:
+            raise ConfigError(f"field 'memory_mb': must be >= 64; got {self.memory_mb}")
+        if self.sandbox not in BACKENDS:
+            raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
         self.shard_index()
 
     def shard_index(self) -> tuple[int, int] | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from swerl_cli.collect.config import CollectConfig
-from swerl_cli.records import Located, Task
+from swerl_cli.records import TASK, Located, Task, check_schema
 
 
 class Job(NamedTuple):
@@ -27,6 +27,7 @@ def plan_jobs(tasks: Iterable[Located], cfg: CollectConfig, skip_ids: set[str]) 
     shard = cfg.shard_index()
     jobs = []
     for n, loc in enumerate(tasks):
+        check_schema(loc, TASK)
         task = Task.from_json(loc)
         if shard is not None and n % shard[1] != shard[0]:
             continue

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.grading.grade import GradeConfig, grade_patch
+from swerl_cli.grading.grade import GradeConfig, episode_error_grade, grade_patch
 from swerl_cli.records import GRADED, TASK, TRAJECTORY, Located, Task, check_schema, schema_tag
 
 
@@ -137,6 +137,9 @@ def grade_records(
                 if job.id in skip:
                     continue
                 skip.add(job.id)
+                if job.obj.get("exit_status") == "error":  # an infra failure upstream stays an error, not reward 0
+                    yield graded_record(job, episode_error_grade(job.obj.get("error")))
+                    continue
                 pending[pool.submit(grade_patch, job.task, job.patch, cfg, run_id)] = job
             if not pending:
                 break

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from swerl_cli.config import check_positive
 from swerl_cli.errors import ConfigError, SandboxError
 from swerl_cli.grading.evaluate import SEMANTICS, evaluate, suspicious
 from swerl_cli.grading.logs import log_family, parse_junit, parse_text_log
@@ -50,8 +51,8 @@ class GradeConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(f"field 'backend': {self.backend!r} is not one of {', '.join(BACKENDS)}")
-        if self.timeout_s <= 0:
-            raise ConfigError(f"field 'timeout_s': must be > 0 seconds; got {self.timeout_s}")
+        check_positive("timeout_s", self.timeout_s)
+        check_positive("cpus", self.cpus)
         if not 1 <= self.workers <= 256:
             raise ConfigError(f"field 'workers': must be between 1 and 256; got {self.workers}")
         if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16:
@@ -81,6 +82,11 @@ def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:
     out.update(fields)
     out["duration_s"] = round(time.monotonic() - t0, 3)
     return out
+
+
+def episode_error_grade(error: object) -> dict[str, Any]:
+    """The grade of a trajectory whose episode failed (exit_status error): an error, never a reward of 0."""
+    return _grade("error", time.monotonic(), error=f"the episode failed, nothing to grade: {error}")
 
 
 def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) -> dict[str, Any]:

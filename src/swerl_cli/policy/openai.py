@@ -170,11 +170,14 @@ class OpenAIPolicy:
                 raise ContextLimitError(f"{url}: prompt exceeds the model's context: {resp.text[:200]}")
             if resp.status_code != 200:
                 raise PolicyError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
-            self._down_until[i] = 0.0
             try:
-                return parse_response(resp.json(), latency)
-            except (ValueError, KeyError, IndexError, TypeError) as e:
-                raise PolicyError(f"{url}: malformed chat completion response: {e}") from None
+                completion = parse_response(resp.json(), latency)
+            except ValueError as e:  # garbage, empty or half a body: a broken server or proxy, retried like a 5xx
+                last = f"{url}: malformed chat completion response: {e}"
+                healthy_left = self._failed(i, attempt)
+                continue
+            self._down_until[i] = 0.0
+            return completion
         raise PolicyError(f"gave up after {self.max_retries + 1} attempts: {last}")
 
     async def aclose(self) -> None:
@@ -189,26 +192,54 @@ def _wire_message(m: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")}
 
 
-def parse_response(data: dict[str, Any], latency_s: float = 0.0) -> Completion:
-    """Turn a chat completion JSON (vLLM's token-id extension included when present) into a Completion."""
-    choice = data["choices"][0]
-    msg = choice.get("message") or {}
-    token_ids = choice.get("token_ids")
+def _expect(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"{what}: expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _int_list(value: Any, what: str) -> list[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+        raise ValueError(f"{what}: expected a list of token ids")
+    return list(value)
+
+
+def parse_response(data: Any, latency_s: float = 0.0) -> Completion:
+    """Turn a chat completion JSON (vLLM's token-id extension included when present) into a Completion.
+
+    Every field used is type-checked: a reply of the wrong shape raises ValueError (the caller retries it).
+    """
+    choices = _expect(_expect(data, dict, "body").get("choices"), list, "choices")
+    if not choices:
+        raise ValueError("choices: empty")
+    choice = _expect(choices[0], dict, "choices[0]")
+    msg = _expect(choice.get("message") or {}, dict, "choices[0].message")
+    text = _expect(msg.get("content") or "", str, "choices[0].message.content")
+    tool_calls = msg.get("tool_calls") or None
+    if tool_calls is not None and not all(isinstance(c, dict) for c in _expect(tool_calls, list, "tool_calls")):
+        raise ValueError("choices[0].message.tool_calls: expected a list of objects")
+    token_ids = _int_list(choice.get("token_ids"), "choices[0].token_ids")
     lp = choice.get("logprobs") or {}
     content_lp = lp.get("content") if isinstance(lp, dict) else None
-    logprobs = [float(t["logprob"]) for t in content_lp] if content_lp else None
+    try:
+        logprobs = [float(t["logprob"]) for t in content_lp] if content_lp else None
+    except (TypeError, KeyError, ValueError):
+        raise ValueError("choices[0].logprobs.content: expected objects with a numeric logprob") from None
     if logprobs is not None and token_ids is not None and len(logprobs) != len(token_ids):
         # vLLM emits no logprob entry for a stop token it strips from the text: keep ids exact, drop misaligned lp
         logprobs = None
     usage = data.get("usage") or {}
+    usage = usage if isinstance(usage, dict) else {}
     finish = choice.get("finish_reason") or "stop"
     return Completion(
-        text=msg.get("content") or "",
-        token_ids=list(token_ids) if token_ids is not None else None,
+        text=text,
+        token_ids=token_ids,
         logprobs=logprobs,
         finish_reason=finish if finish in ("stop", "length", "tool_calls") else "stop",
-        prompt_token_ids=list(data["prompt_token_ids"]) if data.get("prompt_token_ids") is not None else None,
-        tool_calls=msg.get("tool_calls") or None,
+        prompt_token_ids=_int_list(data.get("prompt_token_ids"), "prompt_token_ids"),
+        tool_calls=tool_calls,
         usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
         latency_s=latency_s,
     )

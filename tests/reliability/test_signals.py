@@ -1,0 +1,85 @@
+"""Defect 2: SIGTERM / SIGHUP during `grade` and `collect` with parallel sandboxes remove every container (exit 143).
+
+Also: a trajectory whose episode failed is graded as an error without a sandbox, never as reward 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from swerl_cli.records import Located, Task
+from tests.conftest import EXAMPLES, run_swerl
+from tests.faults import FaultyServer
+from tests.streams.helpers import jsonl
+
+TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
+
+
+@pytest.fixture(scope="module")
+def task() -> dict:
+    from swerl_cli.sandbox.build import build_image
+
+    build_image(Task.from_json(Located("examples", 1, TASK)))  # cached by name: instant when `make setup` ran
+    return TASK
+
+
+def _containers(run: str) -> list[str]:
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=swerl.run={run}"], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def _terminate_when_running(cmd: list[str], run: str, n: int, sig: int) -> tuple[int, str]:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(_containers(run)) < n and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert len(_containers(run)) >= n, "the sandboxes never came up"
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err.decode()
+
+
+@pytest.mark.docker
+def test_sigterm_during_parallel_grade_removes_every_container(task: dict, tmp_path: Path) -> None:
+    run = f"rel-term-grade-{os.getpid()}"
+    slow = {**task, "test_cmd": "sleep 120"}
+    trajs = [{"id": f"t/{i}", "task": slow, "patch": "", "schema": "swerl.trajectory/1"} for i in range(4)]
+    (tmp_path / "in.jsonl").write_bytes(jsonl(trajs))
+    cmd = [sys.executable, "-m", "swerl_cli", "grade", str(tmp_path / "in.jsonl"), "--workers", "4"]
+    cmd += ["--run-id", run, "-o", str(tmp_path / "g.jsonl")]
+    code, err = _terminate_when_running(cmd, run, 4, signal.SIGTERM)
+    assert code == 143, err[-2000:]
+    assert "terminated by SIGTERM" in err
+    assert _containers(run) == []
+
+
+@pytest.mark.docker
+def test_sighup_during_collect_removes_every_container(task: dict, tmp_path: Path) -> None:
+    run = f"rel-hup-collect-{os.getpid()}"
+    (tmp_path / "tasks.jsonl").write_bytes(jsonl([task]))
+    with FaultyServer(["Waiting.\n```command\nsleep 120\n```"]) as server:
+        cmd = [sys.executable, "-m", "swerl_cli", "collect", str(tmp_path / "tasks.jsonl"), "--samples", "3"]
+        cmd += ["--policy", "openai", "--base-url", server.base_url, "--concurrency", "3", "--run", run]
+        code, err = _terminate_when_running([*cmd, "-o", str(tmp_path / "t.jsonl")], run, 3, signal.SIGHUP)
+    assert code == 129, err[-2000:]
+    assert _containers(run) == []
+
+
+def test_failed_episode_is_graded_as_error_without_a_sandbox(tmp_path: Path) -> None:
+    traj = {"id": "t/0", "task": TASK, "patch": "", "exit_status": "error", "error": "PolicyError: server down"}
+    (tmp_path / "in.jsonl").write_bytes(jsonl([traj]))
+    res = run_swerl("grade", str(tmp_path / "in.jsonl"), "--sandbox", "local", "--repo-dir", "/nonexistent")
+    assert res.returncode == 0, res.stderr.decode()
+    grade = orjson.loads(res.stdout)["grade"]
+    assert grade["status"] == "error"
+    assert grade["reward"] is None
+    assert "server down" in grade["error"]
