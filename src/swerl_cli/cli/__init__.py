@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from swerl_cli import __version__
-from swerl_cli.cli import collect, convert, dapo, eval, filter, grade, rft, sandbox, tasks, template
+from swerl_cli.cli import collect, convert, dapo, eval, filter, grade, rft, sandbox, tasks, tasks_mine, template
 
 app = typer.Typer(
     name="swerl",
@@ -32,6 +32,7 @@ def _root(
     """Train software-engineering agents with RL. Every command reads and writes JSONL record streams."""
 
 
+tasks_mine.register(tasks.app)
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(sandbox.app, name="sandbox")
 for module in (collect, grade, filter, rft, dapo, eval, template, convert):

@@ -44,26 +44,27 @@ def _convert(
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
 ) -> None:
     from swerl_cli.convert import FORMATS, OUTPUTS, convert_paths, predictions
-    from swerl_cli.errors import ConfigError, InputError
+    from swerl_cli.errors import InputError, UsageError
     from swerl_cli.grading.engine import load_tasks
-    from swerl_cli.jsonl import RecordWriter, read_many, read_records
+    from swerl_cli.jsonl import read_many, read_records
+    from swerl_cli.outputs import open_output
     from swerl_cli.records import Located
 
     if source not in ("auto", "swerl", *FORMATS):
-        raise ConfigError(f"--from must be auto, swerl or one of {', '.join(FORMATS)}; got {source!r}")
+        raise UsageError(f"--from must be auto, swerl or one of {', '.join(FORMATS)}; got {source!r}")
     if target not in OUTPUTS:
-        raise ConfigError(f"--to must be one of {', '.join(OUTPUTS)}; got {target!r}")
+        raise UsageError(f"--to must be one of {', '.join(OUTPUTS)}; got {target!r}")
     if actions not in ("swerl", "keep"):
-        raise ConfigError(f"--actions must be swerl or keep; got {actions!r}")
+        raise UsageError(f"--actions must be swerl or keep; got {actions!r}")
     if source == "swerl" and target == "swerl":
-        raise ConfigError("--from swerl needs --to swebench-preds or preds-json")
+        raise UsageError("--from swerl needs --to swebench-preds or preds-json")
     task_map = load_tasks(read_records(tasks)) if tasks else None
     bad = 0
     if source == "swerl":
         records = read_many(inputs or [])
     else:
         if not inputs:
-            raise ConfigError("name the files to convert (stdin holds no whole-file formats)")
+            raise UsageError("name the files to convert (stdin holds no whole-file formats)")
 
         def converted():
             nonlocal bad
@@ -77,7 +78,7 @@ def _convert(
                 yield Located(rec["source"]["file"], rec["source"]["line"] or 0, rec)
 
         records = converted()
-    with RecordWriter(output) as out:
+    with open_output(output, "replace", inputs=[*(inputs or []), *([tasks] if tasks else [])]) as out:
         if target == "swerl":
             out.write_all(loc.obj for loc in records)
         elif target == "swebench-preds":

@@ -1,0 +1,343 @@
+"""`swerl tasks mine`: task records from a local git repository's fix commits.
+
+A candidate is a non-merge commit whose diff touches test files and source files, within the size limits (the
+paper's filters: at most 7 source files, fewer than 500 changed source lines). Its parent is `base_commit`; the
+source part of the diff is the gold `patch`, the test part `test_patch`. Each candidate gets an image built by
+`swerl tasks build`'s builder from the base image without network: the task's `repo_source` (this repository,
+every ref, full history) checked out at the base commit, then `setup`; its tests run `repeats` times in fresh
+sandboxes before the fix (base + test_patch) and after it (+ patch). FAIL_TO_PASS = tests that pass after and not
+before, PASS_TO_PASS = tests that pass in both. A candidate is dropped, and counted by reason, when no test goes
+from fail to pass, when any test changes outcome across repeats (flaky), or when a run errors.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from swerl_cli.errors import InputError, SandboxError, UsageError
+from swerl_cli.records import Task
+
+PYTEST = (
+    "python3 -m pytest -rA --tb=no -p no:cacheprovider --color=no"
+    " --junitxml=/tmp/swerl-junit.xml -o junit_family=xunit1"
+)
+# Files that are neither code nor tests: a commit touching only these and tests is not a fix.
+NON_CODE_EXTS = frozenset(
+    ".md .rst .txt .json .yml .yaml .toml .cfg .ini .csv .png .jpg .jpeg .gif .svg .pkl .lock".split()
+)
+_OK = frozenset({"PASSED", "XFAIL"})
+
+
+@dataclass(frozen=True, slots=True)
+class MineConfig:
+    """What `swerl tasks mine` looks at and how it runs the tests; flags are the kebab-case twins."""
+
+    rev: str = "HEAD"
+    since: str | None = None
+    until: str | None = None
+    max_commits: int | None = None
+    max_files: int = 7
+    max_lines: int = 500
+    repeats: int = 2
+    workers: int = 1
+    timeout_s: float = 600.0
+    base_image: str = "swerl-base"
+    setup: tuple[str, ...] = ()
+    network: bool = False
+    test_cmd: str = PYTEST + " {files}"
+    name: str | None = None
+    repo_name: str | None = None
+    issues: str | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("max_files", "max_lines", "repeats", "workers"):
+            if getattr(self, key) < 1:
+                raise UsageError(f"--{key.replace('_', '-')} must be >= 1; got {getattr(self, key)}")
+        if self.max_commits is not None and self.max_commits < 1:
+            raise UsageError(f"--max-commits must be >= 1; got {self.max_commits}")
+        if "{files}" not in self.test_cmd:
+            raise UsageError("--test-cmd must contain {files} (the test files the commit touches)")
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A fix commit: its parent, message, and the source and test halves of its diff."""
+
+    commit: str
+    parent: str
+    message: str
+    date: str
+    source_files: list[str]
+    test_files: list[str]
+    patch: str = ""
+    test_patch: str = ""
+
+
+@dataclass(slots=True)
+class MineStats:
+    """Counts for the summary line: commits seen, why some were not candidates, why candidates were dropped."""
+
+    commits: int = 0
+    candidates: int = 0
+    tasks: int = 0
+    resumed: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def is_test_file(path: str) -> bool:
+    """`tests/x.py`, `test_x.py`, `x_test.py`, `conftest.py` and anything under a test(s)/testing directory."""
+    p = PurePosixPath(path)
+    if any(part in ("test", "tests", "testing") for part in p.parts[:-1]):
+        return True
+    return p.name.startswith("test_") or p.stem.endswith("_test") or p.name == "conftest.py"
+
+
+def is_code_file(path: str) -> bool:
+    """Neither a test nor documentation/data (by extension, or under docs/)."""
+    p = PurePosixPath(path)
+    return not is_test_file(path) and p.suffix.lower() not in NON_CODE_EXTS and p.parts[0] not in ("docs", "doc")
+
+
+def git(repo: str, *args: str) -> str:
+    """Run git in `repo`; a failure is an InputError naming the repository."""
+    res = subprocess.run(["git", "-C", repo, *args], capture_output=True)
+    if res.returncode != 0:
+        raise InputError(
+            repo, None, None, f"git {args[0]} failed: {res.stderr.decode(errors='replace').strip()[-300:]}"
+        )
+    return res.stdout.decode("utf-8", "replace")
+
+
+def list_commits(repo: str, cfg: MineConfig) -> list[str]:
+    """Non-merge commits reachable from `cfg.rev` in the date window, oldest first."""
+    if not (Path(repo) / ".git").exists() and not Path(repo, "HEAD").exists():
+        raise InputError(repo, None, None, "not a git repository")
+    args = ["rev-list", "--no-merges", "--reverse"]
+    if cfg.max_commits:
+        args.append(f"--max-count={cfg.max_commits}")
+    if cfg.since:
+        args.append(f"--since={cfg.since}")
+    if cfg.until:
+        args.append(f"--until={cfg.until}")
+    return git(repo, *args, cfg.rev, "--").split()
+
+
+def inspect_commit(repo: str, commit: str, cfg: MineConfig) -> Candidate | str:
+    """The candidate of a commit, or why it is not one (the reason is counted)."""
+    parents = git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
+    if len(parents) != 1:
+        return "root commit"
+    parent = parents[0]
+    entries = git(repo, "diff", "--numstat", "-z", "--no-renames", parent, commit).split("\0")
+    source: list[str] = []
+    tests: list[str] = []
+    source_lines = 0
+    for entry in filter(None, entries):
+        added, deleted, path = entry.split("\t", 2)
+        if is_test_file(path):
+            tests.append(path)
+        else:
+            source.append(path)
+            source_lines += sum(int(n) for n in (added, deleted) if n.isdigit())
+    if not tests:
+        return "no test change"
+    if not any(is_code_file(f) for f in source):
+        return "no source change"
+    if len(source) > cfg.max_files or source_lines >= cfg.max_lines:
+        return "too large"
+    message = git(repo, "log", "-1", "--format=%B", commit).strip()
+    date = git(repo, "log", "-1", "--format=%aI", commit).strip()
+    cand = Candidate(commit, parent, message, date, source, tests)
+    diff = ("diff", "--no-color", "--no-ext-diff", "--no-renames", "--binary", parent, commit, "--")
+    cand.patch = git(repo, *diff, *source)
+    cand.test_patch = git(repo, *diff, *tests)
+    return cand
+
+
+def load_issues(path: str | None) -> dict[str, str]:
+    """Problem statements by commit (full or abbreviated sha): JSONL rows {commit, problem_statement}."""
+    if path is None:
+        return {}
+    from swerl_cli.jsonl import read_records
+    from swerl_cli.records import require
+
+    out: dict[str, str] = {}
+    for loc in read_records(path):
+        out[require(loc, "commit", str)] = require(loc, "problem_statement", str)
+    return out
+
+
+def issue_for(issues: dict[str, str], commit: str) -> str | None:
+    """The issue text keyed by this commit's sha or a prefix of it (at least 7 characters)."""
+    for key, text in issues.items():
+        if len(key) >= 7 and commit.startswith(key):
+            return text
+    return None
+
+
+def test_command(cfg: MineConfig, cand: Candidate, repo: str) -> str:
+    """The test command over the Python test files that exist after the fix."""
+    present = [f for f in cand.test_files if f.endswith(".py") and _exists_at(repo, cand.commit, f)]
+    present = [f for f in present if PurePosixPath(f).name != "conftest.py"] or present
+    return cfg.test_cmd.replace("{files}", " ".join(shlex.quote(f) for f in present))
+
+
+def _exists_at(repo: str, commit: str, path: str) -> bool:
+    res = subprocess.run(["git", "-C", repo, "cat-file", "-e", f"{commit}:{path}"], capture_output=True)
+    return res.returncode == 0
+
+
+def task_record(cand: Candidate, cfg: MineConfig, repo: str, image: str, issues: dict[str, str]) -> Task:
+    """The task (FAIL_TO_PASS / PASS_TO_PASS still empty) for a candidate."""
+    name = cfg.name or Path(repo).resolve().name
+    statement = issue_for(issues, cand.commit) or cand.message
+    return Task(
+        instance_id=f"{name}-{cand.commit[:12]}",
+        repo=cfg.repo_name or f"local/{name}",
+        base_commit=cand.parent,
+        problem_statement=statement,
+        image=image,
+        workdir="/testbed",
+        test_cmd=test_command(cfg, cand, repo),
+        test_patch=cand.test_patch,
+        patch=cand.patch,
+        setup=list(cfg.setup),
+        extra={
+            "repo_source": str(Path(repo).resolve()),
+            "hints_text": "",
+            "created_at": cand.date,
+            "version": "0",
+            "test_files": cand.test_files,
+            "mined": {"commit": cand.commit, "repeats": cfg.repeats},
+        },
+    )
+
+
+def outcome_lists(before: list[dict[str, str]], after: list[dict[str, str]]) -> tuple[list[str], list[str], list[str]]:
+    """(FAIL_TO_PASS, PASS_TO_PASS, flaky) from the status maps of the repeated runs of each state.
+
+    >>> outcome_lists([{"a": "FAILED", "b": "PASSED"}], [{"a": "PASSED", "b": "PASSED"}])
+    (['a'], ['b'], [])
+    """
+    flaky = sorted(
+        {t for runs in (before, after) for t in {k for m in runs for k in m} if len({m.get(t) for m in runs}) > 1}
+    )
+    b, a = before[0], after[0]
+    f2p = sorted(t for t in a if a[t] in _OK and b.get(t) not in _OK)
+    p2p = sorted(t for t in a if a[t] in _OK and b.get(t) in _OK)
+    return f2p, p2p, flaky
+
+
+def evaluate_candidate(task: Task, cfg: MineConfig, run_id: str) -> dict[str, Any] | str:
+    """Run the tests before and after the fix `repeats` times each; the finished task record, or a drop reason."""
+    from swerl_cli.grading.grade import GradeConfig, grade_patch
+
+    gcfg = GradeConfig(timeout_s=cfg.timeout_s, run_id=run_id)
+    maps: dict[str, list[dict[str, str]]] = {"before": [], "after": []}
+    for _ in range(cfg.repeats):
+        for state, patch in (("before", ""), ("after", task.patch or "")):
+            g = grade_patch(task, patch, gcfg, run_id)
+            if g["status"] in ("error", "timeout", "patch_failed"):
+                why = g.get("error") or g["status"]
+                return f"{g['status']} {state} the fix: {why}"[:300]
+            maps[state].append(dict((g.get("tests") or {}).get("status") or {}))
+    f2p, p2p, flaky = outcome_lists(maps["before"], maps["after"])
+    if flaky:
+        return f"flaky: {', '.join(flaky[:3])}{' ...' if len(flaky) > 3 else ''}"
+    if not f2p:
+        return "no FAIL_TO_PASS"
+    task.FAIL_TO_PASS, task.PASS_TO_PASS = f2p, p2p
+    return task.to_json()
+
+
+def image_slug(name: str) -> str:
+    """A Docker repository name from any string: `image_slug("My Repo.git") == "my-repo-git"`."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "repo"
+
+
+def reason_key(reason: str) -> str:
+    """The counter a drop reason goes to: `flaky: a, b` -> `flaky`."""
+    return re.split(r"[:(]", reason, maxsplit=1)[0].strip()
+
+
+Event = Callable[[str, Any], None]
+
+
+def mine_records(
+    repo: str, cfg: MineConfig, *, done_ids: set[str] | None = None, on_event: Event | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield mined task records as they finish (`cfg.workers` candidates at a time); events report progress.
+
+    Events: ("candidates", (n, stats)), ("image", (tag, "built"|"cached")), ("dropped", (instance_id, reason)),
+    ("task", instance_id).
+    """
+    from swerl_cli.sandbox.build import build_image
+
+    emit = on_event or (lambda kind, payload: None)
+    stats = MineStats()
+    issues = load_issues(cfg.issues)
+    cands: list[Candidate] = []
+    for commit in list_commits(repo, cfg):
+        stats.commits += 1
+        found = inspect_commit(repo, commit, cfg)
+        if isinstance(found, str):
+            stats.skipped[found] = stats.skipped.get(found, 0) + 1
+        else:
+            cands.append(found)
+    stats.candidates = len(cands)
+    name = cfg.name or Path(repo).resolve().name
+    todo = [c for c in cands if f"{name}-{c.commit[:12]}" not in (done_ids or set())]
+    stats.resumed = len(cands) - len(todo)
+    emit("candidates", (len(todo), stats))
+    if not todo:
+        return
+    run_id = f"mine-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
+
+    def one(cand: Candidate) -> tuple[str, dict[str, Any] | str]:
+        task = task_record(cand, cfg, repo, f"swerl-mined-{image_slug(name)}:{cand.parent[:12]}", issues)
+        try:
+            # The whole history goes into the image (no hygiene at build): the episode's hygiene must remove it.
+            built = build_image(task, base_image=cfg.base_image, network=cfg.network, hygiene=False)
+        except SandboxError as e:
+            return task.instance_id, f"error building the image: {e}"
+        emit("image", (task.image, built))
+        return task.instance_id, evaluate_candidate(task, cfg, run_id)
+
+    pool = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="swerl-mine")
+    pending: dict[Future[Any], Candidate] = {pool.submit(one, c): c for c in todo}
+    ok = False
+    try:
+        while pending:
+            finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                pending.pop(fut)
+                iid, result = fut.result()
+                if isinstance(result, str):
+                    key = reason_key(result)
+                    stats.dropped[key] = stats.dropped.get(key, 0) + 1
+                    emit("dropped", (iid, result))
+                else:
+                    stats.tasks += 1
+                    emit("task", iid)
+                    yield result
+        ok = True
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=ok, cancel_futures=True)
+        if not ok:
+            from swerl_cli.sandbox import lifecycle
+            from swerl_cli.sandbox.docker import prune
+
+            lifecycle.sweep()
+            prune(run_id)
