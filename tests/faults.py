@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +33,7 @@ class FaultyServer:
         self.fail_next: list[str] = []
         self.rng = random.Random(seed)
         self.injected: dict[str, int] = {}
+        self.fault_times: list[float] = []  # time.monotonic() of each injected fault
         self.served = 0
         self.lock = threading.Lock()
         server = self
@@ -75,6 +77,7 @@ class FaultyServer:
                 kind = list(FAULTS)[sum(self.injected.values()) % len(FAULTS)]
             if kind is not None:
                 self.injected[kind] = self.injected.get(kind, 0) + 1
+                self.fault_times.append(time.monotonic())
                 return FAULTS[kind]
             self.served += 1
         turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")

@@ -153,6 +153,9 @@ def run_jobs(
         loop.set_default_executor(pool)
         await collector.run([Job(*j) for j in jobs])
 
+    from swerl_cli.sandbox import remove_stale
+
+    remove_stale(cfg.run, cfg.sandbox)  # left by an earlier run of this name that was killed (SIGKILL, OOM)
     try:
         asyncio.run(main())
     finally:

@@ -115,6 +115,10 @@ def grade_records(
     A record whose id is in `skip_ids` (already graded) is passed to `on_skip`; a repeated id is graded once.
     """
     run_id = cfg.run_id or new_run_id()
+    if cfg.run_id:
+        from swerl_cli.sandbox import remove_stale
+
+        remove_stale(run_id, cfg.backend)  # left by an earlier run with this --run-id that was killed
     done = skip_ids or set()
     skip: set[str] = set()
     pool = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="swerl-grade")

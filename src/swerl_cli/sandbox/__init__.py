@@ -11,7 +11,20 @@ from swerl_cli.sandbox.base import ExecResult, Sandbox, SandboxLimits
 
 BACKENDS = ("docker", "local")
 
-__all__ = ["BACKENDS", "ExecResult", "Sandbox", "SandboxLimits", "open_sandbox", "start_sandbox"]
+__all__ = ["BACKENDS", "ExecResult", "Sandbox", "SandboxLimits", "open_sandbox", "remove_stale", "start_sandbox"]
+
+
+def remove_stale(run_id: str, backend: str = "docker") -> int:
+    """Remove sandboxes of `run_id` whose owning process is gone (a run killed with SIGKILL cannot clean up; the
+    next run with the same id, e.g. `--resume`, does it). Returns the count; no engine means nothing to do."""
+    if backend != "docker":
+        return 0
+    from swerl_cli.sandbox.docker import prune
+
+    try:
+        return len(prune(run_id, stale_only=True))
+    except SandboxError:
+        return 0
 
 
 def start_sandbox(
