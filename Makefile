@@ -10,13 +10,13 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup venv docker-engine base-image example-images tiny-model rft test test-gpu lint bench docs demo clean
+.PHONY: help setup venv docker-engine registry base-image example-images tiny-model rft test test-gpu lint bench docs demo clean
 
 help:  ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- setup
-setup: venv docker-engine base-image example-images tiny-model  ## everything: venv, Docker engine, images, tiny model
+setup: venv docker-engine registry base-image example-images tiny-model  ## everything: venv, Docker engine, registry, images, tiny model
 
 venv: $(VENV)/.installed  ## Python venv with the package and its train + dev extras (CPU torch)
 
@@ -31,6 +31,11 @@ $(VENV)/.installed: pyproject.toml
 
 docker-engine:  ## a reachable Docker engine (installs Debian's docker.io and starts dockerd when absent)
 	@bash scripts/docker-engine.sh
+
+registry:  ## Debian's docker-registry (distribution 2.8), which the pull tests and bench start on 127.0.0.1
+	@command -v docker-registry >/dev/null 2>&1 || { echo "setup: installing docker-registry from Debian" >&2; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends docker-registry >/dev/null; }
 
 base-image: docker-engine  ## the registry-free sandbox base image swerl-base (debootstrap + docker import)
 	@bash scripts/base-image.sh

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUT, boundary, err_console
+from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
 
 Opt = typer.Option
 
@@ -54,6 +55,9 @@ def _collect(
     seed: Annotated[int | None, Opt(help="Base sampling seed (sample s uses seed + s).")] = None,
     sandbox: Annotated[str | None, Opt(help="Sandbox backend: docker or local.")] = None,
     network: Annotated[bool | None, Opt("--network/--no-network", help="Give sandboxes network access.")] = None,
+    registry: REGISTRY = None,
+    pull: PULL = None,
+    image_budget_gb: IMAGE_BUDGET = None,
     request_timeout_s: Annotated[float | None, Opt(help="Hard timeout of one policy request.")] = None,
     max_retries: Annotated[int | None, Opt(help="Retries of a failed policy request (429/5xx/connection).")] = None,
     device: Annotated[str | None, Opt(help="Device of the hf policy (cpu, cuda).")] = None,
@@ -70,6 +74,7 @@ def _collect(
 
     flags["base_url"] = tuple(base_url) if base_url else None
     cfg = resolve_config(CollectConfig, config, **flags)
+    apply_images(cfg, "collect")
     inputs = [input, *([replay] if replay else [])]
     with open_output(output, "append", resume=resume, inputs=inputs) as out:
         # Every task is validated and the policy configured before the first record: bad input loses nothing.

@@ -8,6 +8,7 @@ import orjson
 import typer
 
 from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, err_console
+from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
 from swerl_cli.config import resolve_config
 from swerl_cli.grading.engine import grade_records, load_tasks
 from swerl_cli.grading.grade import GradeConfig
@@ -43,6 +44,9 @@ def _grade(
     memory_mb: Annotated[int | None, typer.Option(help="Memory limit per sandbox in MiB [default: 4096].")] = None,
     cpus: Annotated[float | None, typer.Option(help="CPU limit per sandbox [default: 1.0].")] = None,
     network: Annotated[bool | None, typer.Option("--network/--no-network", help="Give sandboxes a network.")] = None,
+    registry: REGISTRY = None,
+    pull: PULL = None,
+    image_budget_gb: IMAGE_BUDGET = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip ids already in the output file.")] = False,
     report: Annotated[str | None, typer.Option(metavar="FILE", help="Write a SWE-bench-style summary JSON.")] = None,
 ) -> None:
@@ -57,7 +61,11 @@ def _grade(
         memory_mb=memory_mb,
         cpus=cpus,
         network=network,
+        registry=registry,
+        pull=pull,
+        image_budget_gb=image_budget_gb,
     )
+    apply_images(cfg, "grade")
     task_map = load_tasks(read_records(tasks)) if tasks else None
     summary = Report()
     skipped: list[str] = []

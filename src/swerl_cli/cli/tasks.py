@@ -6,13 +6,17 @@ from typing import Annotated
 
 import typer
 
+from swerl_cli.cli import tasks_pull
 from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
 from swerl_cli.jsonl import read_many
 from swerl_cli.outputs import open_output
 
 app = typer.Typer(
-    help="Import SWE-bench-style rows as task records, build task images, validate tasks.", no_args_is_help=True
+    help="Import SWE-bench-style rows as task records, pull or build task images, validate tasks.",
+    no_args_is_help=True,
 )
+tasks_pull.register(app)
 
 
 @app.command("import", help="Read SWE-bench / SWE-rebench / SWE-Gym rows (.json, .jsonl, .parquet) and write tasks.")
@@ -71,6 +75,9 @@ def _validate(
     workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes in parallel [default: 1].")] = None,
     timeout: Annotated[float | None, typer.Option(metavar="S", help="test_cmd timeout in seconds.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Label for this run's containers.")] = None,
+    registry: REGISTRY = None,
+    pull: PULL = None,
+    image_budget_gb: IMAGE_BUDGET = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip tasks already in the output file.")] = False,
 ) -> None:
     from swerl_cli.config import resolve_config
@@ -81,7 +88,17 @@ def _validate(
 
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1; got {repeats}")
-    cfg = resolve_config(GradeConfig, config, workers=workers, timeout_s=timeout, run_id=run_id)
+    cfg = resolve_config(
+        GradeConfig,
+        config,
+        workers=workers,
+        timeout_s=timeout,
+        run_id=run_id,
+        registry=registry,
+        pull=pull,
+        image_budget_gb=image_budget_gb,
+    )
+    apply_images(cfg, "tasks validate")
     tasks = []
     for loc in read_many(inputs or []):
         check_schema(loc, "swerl.task")

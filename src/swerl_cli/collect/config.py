@@ -67,8 +67,14 @@ class CollectConfig:
     memory_mb: int = 4096
     cpus: float = 1.0
     network: bool = False
+    registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
+    pull: bool = True
+    image_budget_gb: float | None = None
 
     def __post_init__(self) -> None:
+        from swerl_cli.sandbox.images import ImageSettings
+
+        ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)  # validates both fields
         for name in (
             "samples",
             "concurrency",

@@ -13,11 +13,13 @@ from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import close_when_started, play_job, start_job_sandbox
 from swerl_cli.collect.plan import Job, plan_jobs
+from swerl_cli.errors import SwerlError
 from swerl_cli.policy import build_policy
 from swerl_cli.policy.base import Policy
 from swerl_cli.records import Located, Task
 
 START_PARALLELISM = max(4, os.cpu_count() or 4)  # sandbox starts in flight at once
+PULL_PARALLELISM = 2  # image pulls started ahead for queued episodes, in flight at once
 
 
 class Collector:
@@ -56,14 +58,16 @@ class Collector:
                 self.emit(await self.episode(jobs[i], starting=self._ahead.pop(i, None)))
 
         prefetcher = asyncio.ensure_future(self._prefetch(jobs))
+        puller = asyncio.ensure_future(self._pull_ahead(jobs))
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.cfg.concurrency, max(1, len(jobs))))))
         finally:
             prefetcher.cancel()
+            puller.cancel()
             for starting in self._ahead.values():  # started for jobs that never ran (interrupt, failure)
                 self._closing.add(asyncio.ensure_future(close_when_started(starting, self._removals)))
             self._ahead.clear()
-            await asyncio.gather(prefetcher, *self._closing, return_exceptions=True)
+            await asyncio.gather(prefetcher, puller, *self._closing, return_exceptions=True)
             await self.policy.aclose()
 
     async def _prefetch(self, jobs: list[Job]) -> None:
@@ -81,6 +85,39 @@ class Collector:
             starting = self._start(jobs[todo])
             self._ahead[todo] = starting
             await asyncio.wait([starting])
+
+    async def _pull_ahead(self, jobs: list[Job]) -> None:
+        """Pull the missing images of queued jobs (the next 4 x concurrency of them, PULL_PARALLELISM at a time)
+        while episodes run, so no episode waits for a pull that could have started earlier. A failed pull is left
+        to the episode that needs the image (its own pull attempt makes the error record)."""
+        if self.cfg.sandbox != "docker":
+            return
+        from swerl_cli.sandbox import images
+
+        requested: set[str] = set()
+        gate = asyncio.Semaphore(PULL_PARALLELISM)
+        pending: set[asyncio.Future[Any]] = set()
+
+        async def pull(image: str) -> None:
+            async with gate:
+                try:
+                    await asyncio.to_thread(images.ensure_image, image)
+                except SwerlError:
+                    pass
+
+        while self._next < len(jobs):
+            window = jobs[self._next : self._next + 4 * self.cfg.concurrency + self.cfg.lookahead()]
+            refs = [images.normalize(images.mirror(j.task.image, images.SETTINGS.registry)) for j in window]
+            todo = next((r for r in refs if r not in requested), None)
+            if todo is None:
+                self._moved.clear()
+                await self._moved.wait()
+                continue
+            requested.add(todo)
+            pending.add(asyncio.ensure_future(pull(todo)))
+            pending = {p for p in pending if not p.done()}
+            if len(pending) >= PULL_PARALLELISM:
+                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
 
     def _start(self, job: Job) -> asyncio.Future[Any]:
         """Start the job's sandbox in a worker thread, at most a few at once: when many episodes start together,

@@ -47,8 +47,14 @@ class GradeConfig:
     run_id: str | None = None
     repo_dir: str | None = None
     log_tail_chars: int = 4000
+    registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
+    pull: bool = True
+    image_budget_gb: float | None = None
 
     def __post_init__(self) -> None:
+        from swerl_cli.sandbox.images import ImageSettings
+
+        ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)  # validates both fields
         if self.backend not in BACKENDS:
             raise ConfigError(f"field 'backend': {self.backend!r} is not one of {', '.join(BACKENDS)}")
         check_positive("timeout_s", self.timeout_s)

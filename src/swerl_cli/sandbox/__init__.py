@@ -39,9 +39,16 @@ def start_sandbox(
 ) -> Sandbox:
     """Start a sandbox for `task` (caller must `close()` it); with `hygiene` the repo holds nothing past base_commit."""
     if backend == "docker":
+        from dataclasses import replace
+
+        from swerl_cli.sandbox import images
         from swerl_cli.sandbox.docker import DockerSandbox
 
-        sb: Sandbox = DockerSandbox(task, limits, run_id, env)
+        # The image (on the mirror, if one is set) is pulled when missing and pinned until its container exists.
+        task = replace(task, image=images.normalize(images.mirror(task.image, images.SETTINGS.registry)))
+        with images.pinned(task.image):
+            images.ensure_image(task.image)
+            sb: Sandbox = DockerSandbox(task, limits, run_id, env)
     elif backend == "local":
         from swerl_cli.sandbox.local import LocalSandbox
 

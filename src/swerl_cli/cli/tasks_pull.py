@@ -1,0 +1,84 @@
+"""`swerl tasks pull`: prefetch the images of a task file, several pulls at a time, with a progress bar."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._images import IMAGE_BUDGET, REGISTRY
+
+HELP = """Pull the image of every task (each distinct image once; present ones are skipped) with the user's docker
+credentials, N at a time, from --registry when given. Writes one record per image (image, registry, status
+present|pulled|error, bytes, seconds, error) and exits 1 when any image could not be had."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("pull", help=HELP)(_pull)
+
+
+@boundary("tasks pull")
+def _pull(
+    inputs: INPUTS = None,
+    output: OUTPUT = None,
+    config: CONFIG = None,
+    workers: Annotated[int | None, typer.Option(metavar="N", help="Pulls at once [default: 4].")] = None,
+    registry: REGISTRY = None,
+    image_budget_gb: IMAGE_BUDGET = None,
+) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from swerl_cli.config import resolve_config
+    from swerl_cli.jsonl import read_many
+    from swerl_cli.outputs import open_output
+    from swerl_cli.records import Task, check_schema
+    from swerl_cli.sandbox import images
+
+    cfg = resolve_config(images.PullConfig, config, workers=workers, registry=registry, image_budget_gb=image_budget_gb)
+    refs = []
+    for loc in read_many(inputs or []):
+        check_schema(loc, "swerl.task")
+        refs.append(Task.from_json(loc).image)
+    todo = images.task_images(refs, cfg.registry)
+    bar = Progress(
+        TextColumn("tasks pull"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+    )
+
+    def log(msg: str) -> None:  # the bar shows pull progress; evictions and failures get a line
+        if not msg.startswith(("pulling ", "pulled ")):
+            bar.console.print(f"swerl tasks pull: {msg}")
+
+    settings = images.configure(registry=cfg.registry, budget_gb=cfg.image_budget_gb, pull=True, log=log)
+    counts = {"present": 0, "pulled": 0, "error": 0}
+    total_bytes = 0
+    t0 = time.monotonic()
+    with open_output(output, "replace", inputs=inputs or []) as out, bar:
+        job = bar.add_task("", total=len(todo))
+
+        def done(rec: dict) -> None:
+            nonlocal total_bytes
+            out.write(rec)
+            counts[rec["status"]] += 1
+            if rec["status"] == "pulled":
+                total_bytes += rec["bytes"] or 0
+            elif rec["status"] == "error":
+                log(rec["error"])
+            mb = total_bytes / 1e6
+            bar.update(job, advance=1, description=f"pulled {counts['pulled']} ({mb:.0f} MB), errors {counts['error']}")
+
+        images.pull_many(todo, cfg.workers, done, settings)
+    secs = time.monotonic() - t0
+    err_console.print(
+        f"swerl tasks pull: {len(todo)} images: {counts['pulled']} pulled ({total_bytes / 1e6:.0f} MB), "
+        f"{counts['present']} present, {counts['error']} failed in {secs:.1f}s"
+    )
+    if counts["error"]:
+        raise typer.Exit(1)

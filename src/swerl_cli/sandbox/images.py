@@ -1,0 +1,313 @@
+"""Task images: pull a missing one (docker SDK, the user's docker credentials), point names at a mirror, and keep
+the images swerl pulled under a disk budget by removing the least recently used ones.
+
+One process-wide `ImageSettings` (set by the CLI from flags and config through `configure`) applies to every
+docker sandbox start, so `collect`, `grade` and `tasks validate` pull the same way. Pulls of one image are
+serialised (a second episode on it waits for the first pull); different images pull in parallel.
+
+Eviction only ever removes images swerl itself pulled (it can pull them again), never an image named in
+`protect` (the sandbox base image), never one a container uses (running or stopped), never one a sandbox start
+has pinned. Sizes are as the engine reports them per image (layers shared between images count for each).
+Last-use times persist in a small JSON file (`$SWERL_IMAGE_STATE`, default ~/.cache/swerl/images.json).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.errors import ConfigError, SandboxError
+
+GB = 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class ImageSettings:
+    """How sandboxes get their images: pull when missing, a mirror, a disk budget, and where progress goes."""
+
+    pull: bool = True
+    registry: str | None = None
+    budget_gb: float | None = None
+    protect: tuple[str, ...] = ("swerl-base",)
+    log: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.budget_gb is not None and self.budget_gb <= 0:
+            raise ConfigError(f"field 'image_budget_gb': must be > 0 GB; got {self.budget_gb}")
+        if self.registry is not None:
+            check_registry(self.registry)
+
+
+SETTINGS = ImageSettings()
+_lock = threading.Lock()  # guards SETTINGS, _pulling, _pins and the state file
+_pulling: dict[str, threading.Lock] = {}
+_pins: dict[str, int] = {}
+
+
+def configure(**fields: Any) -> ImageSettings:
+    """Replace the process-wide settings' given fields (None values keep the current ones)."""
+    global SETTINGS
+    with _lock:
+        SETTINGS = replace(SETTINGS, **{k: v for k, v in fields.items() if v is not None})
+        return SETTINGS
+
+
+def check_registry(registry: str) -> str:
+    """Validate `HOST[:PORT][/NAMESPACE]` (a mirror); ConfigError otherwise."""
+    parts = registry.rstrip("/").split("/")
+    bad = not registry or "://" in registry or any(c.isspace() for c in registry) or "" in parts
+    if bad or (len(parts) > 1 and ":" in parts[-1]):
+        raise ConfigError(
+            f"field 'registry': expected HOST[:PORT]/NAMESPACE (e.g. mirror.local:5000/swebench); got {registry!r}"
+        )
+    return registry
+
+
+def _split(image: str) -> tuple[str | None, str, str]:
+    """(registry host or None, repository path, ':tag' or '@digest'); a bare name gets ':latest'."""
+    name, digest = image.split("@", 1) if "@" in image else (image, None)
+    first, _, rest = name.partition("/")
+    host = first if rest and ("." in first or ":" in first or first == "localhost") else None
+    path = rest if host else name
+    if digest is not None:
+        return host, path, "@" + digest
+    last = path.rsplit("/", 1)[-1]
+    if ":" in last:
+        path, _, tag = path.rpartition(":")
+        return host, path, ":" + tag
+    return host, path, ":latest"
+
+
+def normalize(image: str) -> str:
+    """`image` with its tag spelled out (`x` -> `x:latest`), as pulls and lookups use it."""
+    host, path, suffix = _split(image)
+    return f"{host}/{path}{suffix}" if host else f"{path}{suffix}"
+
+
+def registry_of(image: str) -> str:
+    """The registry a pull of `image` talks to: `registry_of("swebench/x:latest") == "docker.io"`."""
+    return _split(image)[0] or "docker.io"
+
+
+def mirror(image: str, registry: str | None) -> str:
+    """`image` as found on the mirror `HOST[:PORT]/NAMESPACE`: the host and namespace are replaced, the last path
+    component and the tag kept. A mirror without a namespace keeps the image's own path.
+
+    >>> mirror("swebench/sweb.eval.x86_64.django_1776_django-16255:latest", "mirror.local:5000/team")
+    'mirror.local:5000/team/sweb.eval.x86_64.django_1776_django-16255:latest'
+    >>> mirror("docker.io/swebench/x", "127.0.0.1:5000")
+    '127.0.0.1:5000/swebench/x:latest'
+    """
+    if not registry:
+        return image
+    _, path, suffix = _split(image)
+    registry = registry.rstrip("/")
+    if "/" in registry:
+        return f"{registry}/{path.rsplit('/', 1)[-1]}{suffix}"
+    return f"{registry}/{path}{suffix}"
+
+
+# -- state: last use of each image, and which ones swerl pulled ---------------------------------------------------
+def _state_path() -> Path:
+    env = os.environ.get("SWERL_IMAGE_STATE")
+    return Path(env) if env else Path.home() / ".cache" / "swerl" / "images.json"
+
+
+def _load() -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(_state_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _touch(image: str, *, pulled: bool = False) -> None:
+    with _lock:
+        state = _load()
+        entry = state.setdefault(image, {"pulled": False})
+        entry["last_used"] = time.time()
+        entry["pulled"] = bool(entry.get("pulled")) or pulled
+        path = _state_path()
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps(state, sort_keys=True))
+            tmp.replace(path)
+
+
+@contextlib.contextmanager
+def pinned(image: str) -> Iterator[None]:
+    """Keep `image` from eviction while a sandbox on it is being started."""
+    with _lock:
+        _pins[image] = _pins.get(image, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _pins[image] -= 1
+            if not _pins[image]:
+                del _pins[image]
+
+
+# -- pull -----------------------------------------------------------------------------------------------------
+def present(client: Any, image: str) -> bool:
+    """Whether the engine has `image`."""
+    import docker
+
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def ensure_image(image: str, settings: ImageSettings | None = None) -> str:
+    """Make `image` available locally: 'present' or 'pulled'. SandboxError (naming image and registry) when it
+    cannot be had, or, with pulls off, naming the command that fetches it."""
+    from swerl_cli.sandbox.docker import docker_client
+
+    s = settings or SETTINGS
+    image = normalize(image)
+    client = docker_client()
+    with _lock:
+        gate = _pulling.setdefault(image, threading.Lock())
+    with gate:
+        if present(client, image):
+            _touch(image)
+            return "present"
+        if not s.pull:
+            raise SandboxError(
+                f"image {image} is not present locally and pulls are off (--no-pull); fetch it with "
+                f"`swerl tasks pull TASKS`{' --registry ' + s.registry if s.registry else ''} or `docker pull {image}`"
+            )
+        pull(client, image, s.log)
+        _touch(image, pulled=True)
+    if s.budget_gb is not None:
+        evict(s, keep=image)
+    return "pulled"
+
+
+def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> int:
+    """Pull `image` (tag spelled out) with the user's docker credentials; returns its size in bytes."""
+    registry = registry_of(image)
+    t0 = time.monotonic()
+    if log:
+        log(f"pulling {image} from {registry}")
+    try:
+        for event in client.api.pull(image, stream=True, decode=True):
+            if isinstance(event, dict) and event.get("error"):
+                raise SandboxError(f"could not pull {image} from {registry}: {str(event['error']).strip()}")
+        size = int(client.images.get(image).attrs.get("Size") or 0)
+    except SandboxError:
+        raise
+    except Exception as e:  # docker.errors.*, requests connection errors: one line naming image and registry
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SandboxError(f"could not pull {image} from {registry}: {msg}") from None
+    if log:
+        log(f"pulled {image} ({size / 1e6:.0f} MB) in {time.monotonic() - t0:.1f}s")
+    return size
+
+
+# -- budget ---------------------------------------------------------------------------------------------------
+def evict(settings: ImageSettings, keep: str | None = None) -> list[tuple[str, int]]:
+    """Remove least-recently-used pulled images until their total size fits the budget; returns (image, bytes)
+    removed. Images in use, pinned, protected or named `keep` stay."""
+    from swerl_cli.sandbox.docker import docker_client
+
+    if settings.budget_gb is None:
+        return []
+    client = docker_client()
+    with _lock:
+        state = _load()
+        pins = set(_pins)
+    sized: list[tuple[float, str, int, str]] = []
+    for image, entry in state.items():
+        if not entry.get("pulled"):
+            continue
+        try:
+            attrs = client.images.get(image).attrs
+        except Exception:  # gone already (removed by hand)
+            continue
+        sized.append((float(entry.get("last_used") or 0), image, int(attrs.get("Size") or 0), attrs["Id"]))
+    total = sum(size for _, _, size, _ in sized)
+    budget = settings.budget_gb * GB
+    if total <= budget:
+        return []
+    used = {c.get("ImageID") for c in client.api.containers(all=True)}
+    protected = {normalize(p) for p in settings.protect}
+    freed: list[tuple[str, int]] = []
+    for _, image, size, image_id in sorted(sized):
+        if total <= budget:
+            break
+        if image == keep or image in pins or image in protected or image_id in used:
+            continue
+        try:
+            client.images.remove(image)
+        except Exception:  # a container appeared on it meanwhile, or another tag holds it: keep it
+            continue
+        total -= size
+        freed.append((image, size))
+    if freed and settings.log:
+        names = ", ".join(image for image, _ in freed)
+        settings.log(
+            f"image budget {settings.budget_gb:g} GB: removed {len(freed)} least recently used "
+            f"({names}), freed {sum(b for _, b in freed) / GB:.2f} GB; pulled images now {total / GB:.2f} GB"
+        )
+    return freed
+
+
+# -- prefetching many images ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PullConfig:
+    """`swerl tasks pull`: parallel pulls, a mirror and a disk budget (flags are the kebab-case twins)."""
+
+    workers: int = 4
+    registry: str | None = None
+    image_budget_gb: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.workers <= 64:
+            raise ConfigError(f"field 'workers': must be between 1 and 64; got {self.workers}")
+        ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)
+
+
+def task_images(images: list[str], registry: str | None) -> list[str]:
+    """The distinct image references to fetch for these task images (mirrored, tags spelled out), in order."""
+    return list(dict.fromkeys(normalize(mirror(i, registry)) for i in images))
+
+
+def pull_many(
+    images: list[str], workers: int, on_done: Callable[[dict[str, Any]], None], settings: ImageSettings | None = None
+) -> None:
+    """Ensure every image (already mirrored) is present, `workers` pulls at a time; `on_done(record)` per image
+    with image, registry, status (present, pulled, error), bytes, seconds and error. Failures never stop the run."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from swerl_cli.sandbox.docker import docker_client
+
+    s = settings or SETTINGS
+    client = docker_client()
+
+    def one(image: str) -> dict[str, Any]:
+        t0 = time.monotonic()
+        rec: dict[str, Any] = {"image": image, "registry": registry_of(image), "status": "error", "bytes": None}
+        try:
+            rec["status"] = ensure_image(image, s)
+            rec["bytes"] = int(client.images.get(image).attrs.get("Size") or 0)
+            rec["error"] = None
+        except SandboxError as e:
+            rec["error"] = str(e)
+        rec["seconds"] = round(time.monotonic() - t0, 3)
+        return rec
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swerl-pull") as pool:
+        futures = [pool.submit(one, image) for image in images]
+        for fut in as_completed(futures):
+            on_done(fut.result())
