@@ -202,6 +202,6 @@ def test_prune_stale_keeps_live_owners_sandboxes(toy_t: Task) -> None:
 
 def test_missing_image_is_one_line_sandbox_error(toy_t: Task) -> None:
     bad = Task(**{**{k: getattr(toy_t, k) for k in toy_t.__slots__ if k != "_REQUIRED"}, "image": "swerl-no-such:x"})
-    with pytest.raises(SandboxError, match="could not start sandbox from image 'swerl-no-such:x'"):
+    with pytest.raises(SandboxError, match="could not pull swerl-no-such:x from docker.io"):
         open_sandbox(bad, run_id="pytest-missing").__enter__()
     assert _containers("swerl.run=pytest-missing") == []
