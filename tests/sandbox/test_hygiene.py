@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swerl_cli.records import Task
-from swerl_cli.sandbox import open_sandbox
+from swerl_cli.sandbox import SandboxLimits, open_sandbox
 
 pytestmark = pytest.mark.docker
 
@@ -57,6 +57,7 @@ def test_second_start_of_a_cleaned_repo_takes_the_fast_path(toy_t: Task) -> None
 
 # Dirt an ordinary image can hold: a plain clone (origin/HEAD is a symref), the fix in a `.keep` pack, a repo config
 # that keeps big packs out of gc, objects borrowed through alternates, a stash and a note.
+AS_ROOT = SandboxLimits(user="root")  # preparing the dirt is the image builder's work (root), not the episode user's
 DIRTY_CLONE = """set -e
 git clone -q --no-local /testbed /work/c && cd /work/c
 git -c user.name=t -c user.email=t@t notes add -m FIXED-MARKER-7f3a HEAD
@@ -73,7 +74,7 @@ def test_hygiene_cleans_an_ordinary_clone_with_keep_packs_config_alternates_stas
 ) -> None:
     from swerl_cli.sandbox.gitops import hygiene_check_command, hygiene_command
 
-    with open_sandbox(toy_t, run_id="pytest-hyg-clone", hygiene=False) as sb:
+    with open_sandbox(toy_t, run_id="pytest-hyg-clone", hygiene=False, limits=AS_ROOT) as sb:
         assert sb.run(DIRTY_CLONE, timeout_s=120).exit_code == 0
         sb.run("cd /work/c")
         assert sb.run("git symbolic-ref refs/remotes/origin/HEAD").output.strip() == "refs/remotes/origin/main"

@@ -58,6 +58,14 @@ def _collect(
     registry: REGISTRY = None,
     pull: PULL = None,
     image_budget_gb: IMAGE_BUDGET = None,
+    sandbox_user: Annotated[
+        str | None,
+        Opt(
+            metavar="USER",
+            help="Episode user (default: the image's, unprivileged `swerl` in images swerl "
+            "builds; root is an explicit choice).",
+        ),
+    ] = None,
     request_timeout_s: Annotated[float | None, Opt(help="Hard timeout of one policy request.")] = None,
     max_retries: Annotated[int | None, Opt(help="Retries of a failed policy request (429/5xx/connection).")] = None,
     device: Annotated[str | None, Opt(help="Device of the hf policy (cpu, cuda).")] = None,

@@ -47,6 +47,9 @@ def _grade(
     registry: REGISTRY = None,
     pull: PULL = None,
     image_budget_gb: IMAGE_BUDGET = None,
+    sandbox_user: Annotated[
+        str | None, typer.Option(metavar="USER", help="User the tests run as [default: the image's; root is explicit].")
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip ids already in the output file.")] = False,
     report: Annotated[str | None, typer.Option(metavar="FILE", help="Write a SWE-bench-style summary JSON.")] = None,
 ) -> None:
@@ -64,6 +67,7 @@ def _grade(
         registry=registry,
         pull=pull,
         image_budget_gb=image_budget_gb,
+        sandbox_user=sandbox_user,
     )
     apply_images(cfg, "grade")
     task_map = load_tasks(read_records(tasks)) if tasks else None

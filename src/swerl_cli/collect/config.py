@@ -64,6 +64,7 @@ class CollectConfig:
     max_new_tokens: int = _SAMPLING.max_new_tokens
     seed: int | None = _SAMPLING.seed
     sandbox: str = "docker"
+    sandbox_user: str | None = None  # None: the image's USER (swerl-built images: unprivileged `swerl`)
     memory_mb: int = 4096
     cpus: float = 1.0
     network: bool = False
@@ -130,4 +131,4 @@ class CollectConfig:
         """The resource limits of every episode's sandbox."""
         from swerl_cli.sandbox import SandboxLimits
 
-        return SandboxLimits(memory_mb=self.memory_mb, cpus=self.cpus, network=self.network)
+        return SandboxLimits(memory_mb=self.memory_mb, cpus=self.cpus, network=self.network, user=self.sandbox_user)

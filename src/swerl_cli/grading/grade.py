@@ -46,6 +46,7 @@ class GradeConfig:
     network: bool = False
     run_id: str | None = None
     repo_dir: str | None = None
+    sandbox_user: str | None = None  # None: the image's USER (swerl-built images: unprivileged `swerl`)
     log_tail_chars: int = 4000
     registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
     pull: bool = True
@@ -66,7 +67,9 @@ class GradeConfig:
 
     def limits(self) -> SandboxLimits:
         """The sandbox limits this config implies."""
-        return SandboxLimits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, network=self.network)
+        return SandboxLimits(
+            memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, network=self.network, user=self.sandbox_user
+        )
 
 
 def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:

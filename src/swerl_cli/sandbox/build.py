@@ -42,7 +42,7 @@ BUNDLE = "/tmp/swerl-source.bundle"
 def setup_hash(task: Task, base_image: str, base_id: str = "", source_digest: str = "") -> str:
     """Identity of an image's recipe: base image name and id, workdir, base_commit, repo source, setup commands."""
     h = hashlib.sha256()
-    for part in (base_image, base_id, task.workdir, task.base_commit, source_digest, *task.setup):
+    for part in (base_image, base_id, task.workdir, task.base_commit, source_digest, EPISODE_USER, *task.setup):
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:16]
 
@@ -99,6 +99,14 @@ def image_status(task: Task, base_image: str, source_digest: str = "") -> str:
     return "ok" if label == setup_hash(task, base_image, _base_id(client, base_image), source_digest) else "stale"
 
 
+# The unprivileged episode user of every image swerl builds (DESIGN.md §4): it owns the work tree, nothing else.
+EPISODE_USER = "swerl"
+EPISODE_USER_SETUP = (
+    "if ! id -u swerl >/dev/null 2>&1; then useradd --create-home --uid 1000 --user-group --shell /bin/bash swerl "
+    "2>/dev/null || useradd -m -U -s /bin/bash swerl; fi\nchown -R swerl:swerl {wd}"
+)
+
+
 def _script(task: Task, bundle: Path | None, hygiene: bool) -> str:
     wd, base = shlex.quote(task.workdir), shlex.quote(task.base_commit)
     lines = ["set -euo pipefail"]
@@ -111,7 +119,7 @@ def _script(task: Task, bundle: Path | None, hygiene: bool) -> str:
     if hygiene:
         lines += [f"cd {wd}", f"{hygiene_command(task.base_commit)} >/dev/null"]
         lines += [f'test "$(git -C {wd} rev-parse HEAD)" = {base}']
-    lines += [f"rm -f {SCRIPT}", ""]
+    lines += [EPISODE_USER_SETUP.format(wd=wd), f"rm -f {SCRIPT}", ""]
     return "\n".join(lines)
 
 
@@ -182,7 +190,12 @@ def _run(
         container.commit(
             repository=repo,
             tag=tag or "latest",
-            changes=[f"WORKDIR {task.workdir}", 'CMD ["/bin/bash"]', f"LABEL {SETUP_LABEL}={recipe}"],
+            changes=[
+                f"WORKDIR {task.workdir}",
+                f"USER {EPISODE_USER}",
+                'CMD ["/bin/bash"]',
+                f"LABEL {SETUP_LABEL}={recipe}",
+            ],
         )
     except SandboxError:
         raise

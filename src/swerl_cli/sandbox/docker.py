@@ -85,11 +85,12 @@ class _AttachTransport:
             timeout_s = 0.0
 
     def kill_children(self, shell_pid: int, sig: str) -> None:
-        # Each direct child of the shell leads its own process group (set -m): signal the groups.
+        # Each direct child of the shell leads its own process group (set -m): signal the groups. The exec runs as
+        # the container's user: a root exec has no CAP_KILL over an unprivileged shell's processes.
         script = f"kill -USR1 {shell_pid}; for p in $(pgrep -P {shell_pid}); do kill -{sig} -- -$p $p; done 2>/dev/null"
         script += "; true"
         try:
-            self.client.api.exec_start(self.client.api.exec_create(self.cid, ["bash", "-c", script], user="root")["Id"])
+            self.client.api.exec_start(self.client.api.exec_create(self.cid, ["bash", "-c", script])["Id"])
         except Exception as e:
             raise SandboxError(f"could not interrupt the command: {e}") from None
 
@@ -118,6 +119,24 @@ class _AttachTransport:
             self.sock.close()
 
 
+# What a root episode keeps of Docker's default capabilities: owning and changing files of other users (package
+# installs, tests that chmod/chown) and signalling its processes. Gone: NET_RAW, MKNOD, SYS_CHROOT, SETPCAP,
+# SETFCAP, AUDIT_WRITE, NET_BIND_SERVICE. A non-root episode user keeps none; no-new-privileges blocks setuid.
+ROOT_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID")
+_image_users: dict[str, str] = {}
+
+
+def image_user(client: Any, image: str) -> str:
+    """The image's configured USER ('' = root), cached per image name; '' when the image cannot be inspected
+    (creating the container then reports the real problem)."""
+    if image not in _image_users:
+        try:
+            _image_users[image] = client.api.inspect_image(image)["Config"].get("User") or ""
+        except Exception:  # a missing image is reported by create_container with its own message
+            return ""
+    return _image_users[image]
+
+
 def _name(run_id: str, instance_id: str) -> str:
     slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", f"{run_id}.{instance_id}")[:80].strip("-.") or "x"
     return f"swerl-{slug}-{secrets.token_hex(3)}"
@@ -144,6 +163,8 @@ class DockerSandbox(ShellSandbox):
         self.client = client = docker_client()
         lim = self.limits
         api = client.api
+        user = lim.user or None  # None: the image's own USER (swerl-built images: the unprivileged `swerl`)
+        as_root = (user or image_user(client, task.image)).split(":")[0] in ("", "root", "0")
         host_config = api.create_host_config(
             init=True,
             mem_limit=f"{lim.memory_mb}m",
@@ -151,6 +172,9 @@ class DockerSandbox(ShellSandbox):
             nano_cpus=int(lim.cpus * 1e9),
             pids_limit=lim.pids,
             network_mode="bridge" if lim.network else "none",
+            cap_drop=["ALL"],
+            cap_add=list(ROOT_CAPS) if as_root else None,
+            security_opt=["no-new-privileges"],
         )
         lifecycle.register(id(self), self.close)
         try:
@@ -163,7 +187,7 @@ class DockerSandbox(ShellSandbox):
                 name=_name(self.run_id, task.instance_id),
                 working_dir=task.workdir,
                 environment=env or {},
-                user=lim.user,
+                user=user,
                 host_config=host_config,
             )["Id"]
             self._transport = _AttachTransport(client, self.cid)  # attached before start: no output is missed
