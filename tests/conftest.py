@@ -75,3 +75,9 @@ def run_swerl(
         timeout=timeout,
         cwd=cwd,
     )
+
+
+def containers(label: str) -> list[str]:
+    """Ids of the containers (running or not) carrying `label` ("key=value"), e.g. "swerl.run=pytest-x"."""
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True)
+    return out.stdout.split()

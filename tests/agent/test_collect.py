@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from swerl_cli.policy.tokens import rebuild_sequence
-from tests.conftest import EXAMPLES, run_swerl
+from tests.conftest import EXAMPLES, containers, run_swerl
+from tests.records import read_jsonl
 
 pytestmark = pytest.mark.docker
 TASKS = EXAMPLES / "tasks.jsonl"
@@ -30,17 +31,8 @@ def some_tasks(tmp_path: Path, n: int) -> Path:
     return path
 
 
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def collect(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes]:
     return run_swerl("collect", *args, timeout=timeout)
-
-
-def containers(run: str) -> list[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=swerl.run={run}"], capture_output=True, text=True)
-    return out.stdout.split()
 
 
 def test_openai_collect_records_token_exact_turns(server, tiny_model, tmp_path):
@@ -68,7 +60,7 @@ def test_openai_collect_records_token_exact_turns(server, tiny_model, tmp_path):
         str(out),
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
-    recs = records(out)
+    recs = read_jsonl(out)
     assert sorted(r["id"] for r in recs) == sorted(
         f"{i}/tok/{s}" for i in {r["instance_id"] for r in recs} for s in (0, 1)
     )
@@ -127,7 +119,7 @@ def test_openai_collect_records_token_exact_turns(server, tiny_model, tmp_path):
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     by_id = {r["id"]: r["patch"] for r in recs}
-    again = records(replayed)
+    again = read_jsonl(replayed)
     assert len(again) == 4
     assert all(r["patch"] == by_id[r["id"]] for r in again)
 
@@ -147,7 +139,7 @@ def test_format_errors_end_the_episode_and_max_turns_keeps_the_diff(server, tmp_
         str(out),
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
-    (r,) = records(out)
+    (r,) = read_jsonl(out)
     assert r["exit_status"] == "format_errors"
     assert [t["format_error"] for t in r["turns"]] == [True, True]
     assert r["messages"][3]["content"].startswith("Error: cannot extract command")
@@ -163,7 +155,7 @@ def test_format_errors_end_the_episode_and_max_turns_keeps_the_diff(server, tmp_
         "-o",
         str(out),
     )
-    (r,) = records(out)
+    (r,) = read_jsonl(out)
     assert (r["exit_status"], r["stats"]["turns"]) == ("max_turns", 2)
     assert r["patch"].count("+# touched") == 2
 
@@ -177,7 +169,7 @@ def test_context_limit_from_the_server_ends_the_episode(server, tmp_path):
     finally:
         server.max_model_len = 8192
     assert res.returncode == 0
-    assert records(out)[0]["exit_status"] == "context_limit"
+    assert read_jsonl(out)[0]["exit_status"] == "context_limit"
 
 
 def test_server_errors_are_retried_then_recorded_and_the_run_goes_on(server, tmp_path):
@@ -199,7 +191,7 @@ def test_server_errors_are_retried_then_recorded_and_the_run_goes_on(server, tmp
         str(out),
     )
     assert res.returncode == 0
-    assert records(out)[0]["exit_status"] == "submitted"
+    assert read_jsonl(out)[0]["exit_status"] == "submitted"
     server.fail_next = [500] * 3  # 3 attempts (1 + 2 retries) all fail: that episode is an error record
     res = collect(
         str(some_tasks(tmp_path, 2)),
@@ -215,16 +207,16 @@ def test_server_errors_are_retried_then_recorded_and_the_run_goes_on(server, tmp
         str(out),
     )
     assert res.returncode == 0
-    statuses = [r["exit_status"] for r in records(out)]
+    statuses = [r["exit_status"] for r in read_jsonl(out)]
     assert statuses == ["error", "submitted"]
-    assert "HTTP 500" in records(out)[0]["error"]
+    assert "HTTP 500" in read_jsonl(out)[0]["error"]
 
 
 def test_gold_then_grade_resolves_every_example_task(tmp_path):
     out = tmp_path / "gold.jsonl"
     res = collect(str(TASKS), "--policy", "gold", "--concurrency", "4", "-o", str(out))
     assert res.returncode == 0, res.stderr.decode()[-2000:]
-    assert {r["exit_status"] for r in records(out)} == {"submitted"}
+    assert {r["exit_status"] for r in read_jsonl(out)} == {"submitted"}
     graded = run_swerl("grade", str(out), "--workers", "4", timeout=600)
     assert graded.returncode == 0, graded.stderr.decode()[-2000:]
     rows = [json.loads(line) for line in graded.stdout.decode().splitlines()]
@@ -236,7 +228,7 @@ def test_tools_action_format_uses_tool_messages(tmp_path):
     out = tmp_path / "tools.jsonl"
     res = collect(str(some_tasks(tmp_path, 1)), "--policy", "gold", "--action-format", "tools", "-o", str(out))
     assert res.returncode == 0, res.stderr.decode()[-2000:]
-    (r,) = records(out)
+    (r,) = read_jsonl(out)
     assert (r["exit_status"], r["policy"]["action_format"]) == ("submitted", "tools")
     assert r["messages"][2]["tool_calls"][0]["function"]["name"] == "execute"
     assert r["messages"][3]["role"] == "tool"
@@ -272,8 +264,8 @@ def test_sigint_mid_run_leaves_no_containers_and_resume_completes(server, tmp_pa
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()[-2000:]
-    assert containers("sigint-test") == []
-    done = records(out)
+    assert containers("swerl.run=sigint-test") == []
+    done = read_jsonl(out)
     assert 1 <= len(done) < 8
     res = collect(
         str(tasks),
@@ -292,9 +284,9 @@ def test_sigint_mid_run_leaves_no_containers_and_resume_completes(server, tmp_pa
         str(out),
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
-    ids = [r["id"] for r in records(out)]
+    ids = [r["id"] for r in read_jsonl(out)]
     assert len(ids) == len(set(ids)) == 8
-    assert containers("sigint-test") == []
+    assert containers("swerl.run=sigint-test") == []
 
 
 @pytest.mark.parametrize("prefetch", [0, 1])
@@ -321,7 +313,7 @@ def test_prefetch_starts_the_next_sandbox_while_an_episode_runs(tmp_path, monkey
         assert log.count("start") == 3
     else:
         assert log == ["start", "end"] * 3
-    assert containers(run) == []
+    assert containers(f"swerl.run={run}") == []
 
 
 def test_a_sandbox_that_cannot_start_is_an_error_record_and_the_run_goes_on(tmp_path):
@@ -333,10 +325,10 @@ def test_a_sandbox_that_cannot_start_is_an_error_record_and_the_run_goes_on(tmp_
     out = tmp_path / "out.jsonl"
     res = collect(str(tasks), "--policy", "gold", "--run", "broken-image", "-o", str(out))
     assert res.returncode == 0, res.stderr.decode()[-2000:]
-    by_instance = {r["instance_id"]: r for r in records(out)}
+    by_instance = {r["instance_id"]: r for r in read_jsonl(out)}
     bad, good = by_instance[broken["instance_id"]], by_instance[json.loads(lines[1])["instance_id"]]
     assert bad["exit_status"] == "error"
     assert "swerl-no-such-image:never" in bad["error"]
     assert good["exit_status"] == "submitted"
     assert "1 error" in res.stderr.decode()
-    assert containers("broken-image") == []
+    assert containers("swerl.run=broken-image") == []

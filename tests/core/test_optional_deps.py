@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from swerl_cli.cli import app
 from swerl_cli.errors import OPTIONAL_DEPENDENCIES, missing_dependency
-from tests.streams.helpers import graded
+from tests.records import graded
 
 
 def test_eval_plot_without_matplotlib_is_one_line_with_the_install_command(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 from swerl_cli.errors import InputError
 from swerl_cli.training.advantages import group_advantages, select_samples, step_penalty
 from swerl_cli.training.dapo_config import DapoConfig
-from tests.dapo.records import graded, located
+from tests.records import located, rollout
 
 
 @pytest.mark.parametrize(
@@ -50,18 +50,18 @@ def test_select_samples_rewards_penalty_drop_and_counts():
     cfg = DapoConfig(l_thr=10, t_max=40)
     recs = [
         # group A: one success at 25 turns (R = 0.5), one failure at 3 turns (R = 0), one max-turn failure (R = -1)
-        graded("A", 0, resolved=True, turns=25),
-        graded("A", 1, turns=3),
-        graded("A", 2, turns=40, exit_status="max_turns"),
+        rollout("A", 0, resolved=True, turns=25),
+        rollout("A", 1, turns=3),
+        rollout("A", 2, turns=40, exit_status="max_turns"),
         # group B: all fail quickly -> every advantage 0 -> dropped
-        graded("B", 0, turns=2),
-        graded("B", 1, turns=4),
+        rollout("B", 0, turns=2),
+        rollout("B", 1, turns=4),
         # group C: a grading infrastructure error is excluded (not reward 0); the rest is all-equal -> dropped
-        graded("C", 0, status="error"),
-        graded("C", 1, resolved=True, turns=1),
-        graded("C", 2, resolved=True, turns=1),
+        rollout("C", 0, status="error"),
+        rollout("C", 1, resolved=True, turns=1),
+        rollout("C", 2, resolved=True, turns=1),
         # a collect-side infrastructure failure is excluded too
-        graded("D", 0, exit_status="error"),
+        rollout("D", 0, exit_status="error"),
     ]
     sel = select_samples(located(recs), cfg)
     c = sel.counts
@@ -85,7 +85,7 @@ def test_select_samples_rewards_penalty_drop_and_counts():
 
 
 def test_select_samples_groups_by_run_and_instance():
-    recs = [graded("A", 0, run="r1", resolved=True), graded("A", 0, run="r2"), graded("A", 1, run="r2")]
+    recs = [rollout("A", 0, run="r1", resolved=True), rollout("A", 0, run="r2"), rollout("A", 1, run="r2")]
     sel = select_samples(located(recs), DapoConfig())
     assert sel.counts["groups"] == 2
     assert sel.counts["groups_too_small"] == 1
@@ -93,10 +93,10 @@ def test_select_samples_groups_by_run_and_instance():
 
 
 def test_select_samples_refuses_biased_sampling_unless_allowed():
-    recs = [graded("A", 0, resolved=True), graded("A", 1, sampling={"temperature": 1.0, "top_k": 20})]
+    recs = [rollout("A", 0, resolved=True), rollout("A", 1, sampling={"temperature": 1.0, "top_k": 20})]
     with pytest.raises(InputError, match=r"graded.jsonl:2: field 'policy.sampling'.*top_k=20.*--allow-biased"):
         select_samples(located(recs), DapoConfig())
-    flagged = [graded("A", 0, resolved=True, biased=True), graded("A", 1)]
+    flagged = [rollout("A", 0, resolved=True, biased=True), rollout("A", 1)]
     with pytest.raises(InputError, match="biased_sampling is true"):
         select_samples(located(flagged), DapoConfig())
     sel = select_samples(located(recs), DapoConfig(allow_biased_sampling=True))
@@ -104,14 +104,14 @@ def test_select_samples_refuses_biased_sampling_unless_allowed():
 
 
 def test_select_samples_refuses_mixed_policy_versions():
-    recs = [graded("A", 0, resolved=True, version="v1"), graded("A", 1, version="v2")]
+    recs = [rollout("A", 0, resolved=True, version="v1"), rollout("A", 1, version="v2")]
     with pytest.raises(InputError, match=r"graded.jsonl:2: field 'policy.version'.*graded.jsonl:1"):
         select_samples(located(recs), DapoConfig())
 
 
 def test_select_samples_refuses_turns_beyond_t_max():
     with pytest.raises(InputError, match=r"stats.turns.*--t-max"):
-        select_samples(located([graded("A", 0, turns=41)]), DapoConfig(t_max=40))
+        select_samples(located([rollout("A", 0, turns=41)]), DapoConfig(t_max=40))
 
 
 def test_logprob_gap_warning_on_level_and_jump():

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swerl_cli.cli import app
-from tests.dapo.records import graded
+from tests.records import rollout
 
 
 def _run(args: list[str]):
@@ -25,7 +25,7 @@ def _one_line(result) -> str:
 @pytest.fixture
 def data(tmp_path):
     path = tmp_path / "graded.jsonl"
-    path.write_text(json.dumps(graded("A", 0, resolved=True)) + "\n" + json.dumps(graded("A", 1)) + "\n")
+    path.write_text(json.dumps(rollout("A", 0, resolved=True)) + "\n" + json.dumps(rollout("A", 1)) + "\n")
     return path
 
 
@@ -65,7 +65,7 @@ def test_dapo_yaml_eps_high_below_eps_low_names_the_fix(data, tmp_path):
 
 def test_dapo_refuses_biased_sampling_naming_file_and_line(tmp_path):
     path = tmp_path / "graded.jsonl"
-    recs = [graded("A", 0, resolved=True), graded("A", 1, sampling={"temperature": 0.7, "top_p": 0.8})]
+    recs = [rollout("A", 0, resolved=True), rollout("A", 1, sampling={"temperature": 0.7, "top_p": 0.8})]
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     result = _run(["--model", "m", "--output", str(tmp_path / "o"), str(path)])
     assert result.exit_code == 3
@@ -77,7 +77,7 @@ def test_dapo_refuses_biased_sampling_naming_file_and_line(tmp_path):
 
 def test_dapo_refuses_mixed_policy_versions(tmp_path):
     path = tmp_path / "graded.jsonl"
-    recs = [graded("A", 0, resolved=True, version="ckpt-3"), graded("A", 1, version="ckpt-4")]
+    recs = [rollout("A", 0, resolved=True, version="ckpt-3"), rollout("A", 1, version="ckpt-4")]
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     result = _run(["--model", "m", "--output", str(tmp_path / "o"), str(path)])
     assert result.exit_code == 3

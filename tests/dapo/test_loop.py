@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.dapo.records import graded
+from tests.records import rollout
 
 
 def _make(*args: str) -> subprocess.CompletedProcess[str]:
@@ -63,7 +63,7 @@ def test_stage2_pool_drops_easy_and_never_solved_tasks(tmp_path: Path):
         for iid, res in rates.items():
             res = res if k == 0 else ([0, 0, 0] if iid == "late" else res)
             for i, r in enumerate(res):
-                rec = graded(iid, i, run=f"iter-{k}", resolved=bool(r))
+                rec = rollout(iid, i, run=f"iter-{k}", resolved=bool(r))
                 rec["task"] = {"schema": "swerl.task/1", "instance_id": iid}
                 lines.append(json.dumps(rec))
         (d / "graded.jsonl").write_text("\n".join(lines) + "\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from swerl_cli.training.dist import free_port
-from tests.dapo.records import graded
+from tests.records import rollout
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
@@ -27,10 +27,10 @@ def _records(with_dropped_group: bool) -> list[dict]:
     def ids(n: int) -> list[int]:
         return [rng.randrange(5, 1500) for _ in range(n)]
 
-    a = [graded("A", i, resolved=i % 2 == 0, turns=2, prompt=ids(9), token_ids=[ids(3 + i), ids(4)]) for i in range(4)]
+    a = [rollout("A", i, resolved=i % 2 == 0, turns=2, prompt=ids(9), token_ids=[ids(3 + i), ids(4)]) for i in range(4)]
     # all unresolved: only the step penalty separates them
-    b = [graded("B", i, turns=t, prompt=ids(7), token_ids=[ids(2 + i)] * t) for i, t in enumerate((12, 20, 5, 30))]
-    c = [graded("C", i, resolved=True, turns=1, prompt=ids(6), token_ids=[ids(5)]) for i in range(4)]
+    b = [rollout("B", i, turns=t, prompt=ids(7), token_ids=[ids(2 + i)] * t) for i, t in enumerate((12, 20, 5, 30))]
+    c = [rollout("C", i, resolved=True, turns=1, prompt=ids(6), token_ids=[ids(5)]) for i in range(4)]
     return a + (c if with_dropped_group else []) + b  # same kept samples in the same order either way
 
 

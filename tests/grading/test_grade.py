@@ -14,40 +14,18 @@ import pytest
 from swerl_cli.grading.engine import grade_records
 from swerl_cli.grading.grade import GradeConfig, grade_patch
 from swerl_cli.records import Located, Task
-from tests.conftest import ROOT, run_swerl
+from tests.conftest import ROOT, containers, run_swerl
+from tests.records import trajectory, write_jsonl
 
 pytestmark = pytest.mark.docker
 BAD_PATCH = "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n"
 
 
-def _containers(label: str) -> list[str]:
-    return subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True
-    ).stdout.split()
-
-
-def _traj(task: dict, tag: str, patch: str) -> dict:
-    return {
-        "schema": "swerl.trajectory/1",
-        "id": f"{task['instance_id']}/{tag}",
-        "instance_id": task["instance_id"],
-        "run": tag,
-        "sample": 0,
-        "task": task,
-        "patch": patch,
-        "extra_field": [1, {"kept": True}],
-    }
-
-
-def _write(path, records) -> None:
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-
-
 def test_gold_resolves_every_example_and_empty_none(example_tasks, toy, tmp_path) -> None:
     tasks = [*example_tasks, toy]
-    _write(
+    write_jsonl(
         tmp_path / "in.jsonl",
-        [_traj(t, k, t["patch"] if k == "gold" else "") for t in tasks for k in ("gold", "empty")],
+        [trajectory(t, k, t["patch"] if k == "gold" else "") for t in tasks for k in ("gold", "empty")],
     )
     res = run_swerl(
         "grade",
@@ -79,7 +57,7 @@ def test_gold_resolves_every_example_and_empty_none(example_tasks, toy, tmp_path
     assert report["resolved_instances"] == len(tasks)
     assert report["empty_patch_instances"] == len(tasks)
     assert report["error_instances"] == 0
-    assert _containers("swerl.run=pytest-examples") == []
+    assert containers("swerl.run=pytest-examples") == []
 
 
 def test_non_applying_patch_is_patch_failed(toy_t: Task) -> None:
@@ -104,7 +82,7 @@ def test_hanging_test_cmd_times_out_and_leaves_no_container(toy_t: Task) -> None
     g = grade_patch(hang, toy_t.patch, GradeConfig(timeout_s=2), "pytest-hang")
     assert g["status"] == "timeout"
     assert g["reward"] == 0.0
-    assert _containers("swerl.run=pytest-hang") == []
+    assert containers("swerl.run=pytest-hang") == []
 
 
 def test_grading_twice_gives_the_same_result(toy_t: Task) -> None:
@@ -188,7 +166,7 @@ def test_verbose_run_without_rA_resolves_and_a_log_without_results_is_an_error(t
 
 
 def test_task_without_any_tests_is_refused(toy: dict, tmp_path) -> None:
-    _write(tmp_path / "in.jsonl", [_traj({**toy, "FAIL_TO_PASS": [], "PASS_TO_PASS": []}, "empty", "")])
+    write_jsonl(tmp_path / "in.jsonl", [trajectory({**toy, "FAIL_TO_PASS": [], "PASS_TO_PASS": []}, "empty", "")])
     res = run_swerl("grade", str(tmp_path / "in.jsonl"))
     err = res.stderr.decode()
     assert res.returncode == 3
@@ -201,11 +179,11 @@ def test_task_without_any_tests_is_refused(toy: dict, tmp_path) -> None:
 
 def test_container_killed_from_outside_is_error_and_others_still_graded(toy: dict) -> None:
     victim = {**toy, "instance_id": "toy__victim-1", "test_cmd": "sleep 60"}
-    recs = [Located("in", i, _traj(t, str(i), toy["patch"])) for i, t in enumerate([toy, victim, toy])]
+    recs = [Located("in", i, trajectory(t, str(i), toy["patch"])) for i, t in enumerate([toy, victim, toy])]
 
     def killer() -> None:
         for _ in range(300):
-            ids = _containers("swerl.instance=toy__victim-1")
+            ids = containers("swerl.instance=toy__victim-1")
             if ids:
                 time.sleep(1.0)
                 subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
@@ -226,9 +204,9 @@ def test_container_killed_from_outside_is_error_and_others_still_graded(toy: dic
 
 def test_sigint_during_parallel_grade_exits_130_and_cleans_up(toy: dict, tmp_path) -> None:
     slow = {**toy, "test_cmd": "sleep 120"}
-    recs = [_traj(toy, "fast0", toy["patch"]), *[_traj(slow, f"slow{i}", toy["patch"]) for i in range(6)]]
-    recs[1:1] = [_traj(toy, "fast1", "")]
-    _write(tmp_path / "in.jsonl", recs)
+    recs = [trajectory(toy, "fast0", toy["patch"]), *[trajectory(slow, f"slow{i}", toy["patch"]) for i in range(6)]]
+    recs[1:1] = [trajectory(toy, "fast1", "")]
+    write_jsonl(tmp_path / "in.jsonl", recs)
     out = tmp_path / "out.jsonl"
     proc = subprocess.Popen(
         [
@@ -251,27 +229,27 @@ def test_sigint_during_parallel_grade_exits_130_and_cleans_up(toy: dict, tmp_pat
     while time.monotonic() < deadline and (not out.exists() or out.read_bytes().count(b"\n") < 2):
         time.sleep(0.2)
     assert out.read_bytes().count(b"\n") == 2
-    assert _containers("swerl.run=pytest-sigint")  # the slow ones are running
+    assert containers("swerl.run=pytest-sigint")  # the slow ones are running
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
-    assert _containers("swerl.run=pytest-sigint") == []
+    assert containers("swerl.run=pytest-sigint") == []
     lines = out.read_bytes().splitlines()
     assert len(lines) == 2
     assert {orjson.loads(line)["grade"]["status"] for line in lines} == {"resolved", "unresolved"}
 
 
 def test_predictions_with_tasks_and_resume(toy: dict, tmp_path) -> None:
-    _write(tmp_path / "tasks.jsonl", [toy])
+    write_jsonl(tmp_path / "tasks.jsonl", [toy])
     preds = [
         {"instance_id": toy["instance_id"], "model_name_or_path": "m1", "model_patch": toy["patch"]},
         {"instance_id": toy["instance_id"], "model_name_or_path": "m2", "model_patch": None},
     ]
-    _write(tmp_path / "p.jsonl", preds[:1])
+    write_jsonl(tmp_path / "p.jsonl", preds[:1])
     out = tmp_path / "out.jsonl"
     args = ["--tasks", str(tmp_path / "tasks.jsonl"), "-o", str(out)]
     assert run_swerl("grade", str(tmp_path / "p.jsonl"), *args).returncode == 0
-    _write(tmp_path / "p.jsonl", preds)
+    write_jsonl(tmp_path / "p.jsonl", preds)
     res = run_swerl("grade", str(tmp_path / "p.jsonl"), *args, "--resume", "--report", str(tmp_path / "r.json"))
     assert res.returncode == 0, res.stderr.decode()
     rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
@@ -283,7 +261,7 @@ def test_predictions_with_tasks_and_resume(toy: dict, tmp_path) -> None:
 
 
 def test_tasks_validate_marks_toy_valid(toy: dict, tmp_path) -> None:
-    _write(tmp_path / "tasks.jsonl", [toy])
+    write_jsonl(tmp_path / "tasks.jsonl", [toy])
     res = run_swerl("tasks", "validate", str(tmp_path / "tasks.jsonl"), "--repeats", "1", "--workers", "2")
     assert res.returncode == 0, res.stderr.decode()
     (rec,) = [orjson.loads(line) for line in res.stdout.splitlines()]

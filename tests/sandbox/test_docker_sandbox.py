@@ -13,13 +13,9 @@ import pytest
 from swerl_cli.errors import SandboxError
 from swerl_cli.records import Task
 from swerl_cli.sandbox import SandboxLimits, open_sandbox
+from tests.conftest import containers
 
 pytestmark = pytest.mark.docker
-
-
-def _containers(label: str) -> list[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True)
-    return out.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +106,7 @@ def test_container_has_limits_labels_and_no_network(toy_t: Task) -> None:
     assert host["NetworkMode"] == "none"
     assert attrs["Config"]["Labels"]["swerl.run"] == "pytest-limits"
     assert attrs["Config"]["Labels"]["swerl.instance"] == toy_t.instance_id
-    assert _containers("swerl.run=pytest-limits") == []
+    assert containers("swerl.run=pytest-limits") == []
 
 
 def test_container_removed_on_exception(toy_t: Task) -> None:
@@ -118,13 +114,13 @@ def test_container_removed_on_exception(toy_t: Task) -> None:
 
     def body() -> None:
         with open_sandbox(toy_t, run_id="pytest-exc"):
-            seen.extend(_containers("swerl.run=pytest-exc"))
+            seen.extend(containers("swerl.run=pytest-exc"))
             raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
         body()
     assert len(seen) == 1
-    assert _containers("swerl.run=pytest-exc") == []
+    assert containers("swerl.run=pytest-exc") == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -144,11 +140,11 @@ def test_container_removed_on_signal(toy: dict, tmp_path, sig: int) -> None:
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=os.environ.copy())
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"ready\n"
-    assert _containers(f"swerl.run=pytest-sig-{int(sig)}")
+    assert containers(f"swerl.run=pytest-sig-{int(sig)}")
     proc.send_signal(sig)
     proc.wait(timeout=60)
     assert proc.returncode != 0
-    assert _containers(f"swerl.run=pytest-sig-{int(sig)}") == []
+    assert containers(f"swerl.run=pytest-sig-{int(sig)}") == []
 
 
 def test_prune_removes_by_run_label(toy_t: Task) -> None:
@@ -158,8 +154,8 @@ def test_prune_removes_by_run_label(toy_t: Task) -> None:
     other = DockerSandbox(toy_t, run_id="pytest-prune-other")
     try:
         assert len(prune("pytest-prune")) == 1
-        assert _containers("swerl.run=pytest-prune") == []
-        assert len(_containers("swerl.run=pytest-prune-other")) == 1
+        assert containers("swerl.run=pytest-prune") == []
+        assert len(containers("swerl.run=pytest-prune-other")) == 1
     finally:
         box.close()
         other.close()
@@ -194,7 +190,7 @@ def test_prune_stale_keeps_live_owners_sandboxes(toy_t: Task) -> None:
     try:
         removed = prune("pytest-stale", stale_only=True)
         assert len(removed) == 1
-        assert len(_containers("swerl.run=pytest-stale")) == 1  # the live one survives
+        assert len(containers("swerl.run=pytest-stale")) == 1  # the live one survives
     finally:
         live.close()
         subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
@@ -204,4 +200,4 @@ def test_missing_image_is_one_line_sandbox_error(toy_t: Task) -> None:
     bad = Task(**{**{k: getattr(toy_t, k) for k in toy_t.__slots__ if k != "_REQUIRED"}, "image": "swerl-no-such:x"})
     with pytest.raises(SandboxError, match="could not pull swerl-no-such:x from docker.io"):
         open_sandbox(bad, run_id="pytest-missing").__enter__()
-    assert _containers("swerl.run=pytest-missing") == []
+    assert containers("swerl.run=pytest-missing") == []

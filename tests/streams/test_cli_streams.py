@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from tests.conftest import run_swerl
-from tests.streams.helpers import graded, jsonl
+from tests.records import graded, jsonl
 
 GOOD = jsonl([graded("a", 0, True)])
 

@@ -11,7 +11,7 @@ import pytest
 from swerl_cli.evaluation import distribution, evaluate, mean_sem, pass_at_k
 from swerl_cli.jsonl import read_records
 from tests.conftest import run_swerl
-from tests.streams.helpers import graded, jsonl
+from tests.records import graded, jsonl
 
 
 def test_pass_at_k_hand_values() -> None:

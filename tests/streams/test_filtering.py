@@ -9,7 +9,7 @@ import pytest
 from swerl_cli.errors import ConfigError, InputError
 from swerl_cli.filtering import FilterSpec, filter_stream, parse_solve_rate
 from tests.conftest import run_swerl
-from tests.streams.helpers import graded, ids, jsonl
+from tests.records import graded, ids, jsonl
 
 # Task a: mixed (2 of 3 resolved, two identical patches); b: all fail; c: all pass; d: 1 of 4 plus an infra error.
 GROUPED = [

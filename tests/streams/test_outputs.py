@@ -20,7 +20,7 @@ import pytest
 from swerl_cli.errors import OutputError, UsageError
 from swerl_cli.outputs import open_output
 from tests.conftest import EXAMPLES, run_swerl
-from tests.streams.helpers import graded, jsonl
+from tests.records import graded, jsonl
 
 TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
 IID = TASK["instance_id"]
