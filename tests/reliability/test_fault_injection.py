@@ -24,7 +24,7 @@ import pytest
 from swerl_cli.records import Located, Task
 from tests.conftest import EXAMPLES
 from tests.faults import FaultyServer
-from tests.streams.helpers import jsonl
+from tests.records import jsonl
 
 pytestmark = pytest.mark.docker
 BASE = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])  # greet: delete one line

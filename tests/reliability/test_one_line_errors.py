@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from swerl_cli.cli import app
 from tests.conftest import EXAMPLES
-from tests.streams.helpers import graded, jsonl
+from tests.records import graded, jsonl
 
 TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
 

@@ -18,7 +18,7 @@ import pytest
 from swerl_cli.records import Located, Task
 from tests.conftest import EXAMPLES, run_swerl
 from tests.faults import FaultyServer
-from tests.streams.helpers import jsonl
+from tests.records import jsonl
 
 TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
 
