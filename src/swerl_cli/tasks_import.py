@@ -1,32 +1,39 @@
-"""`swerl tasks import`: SWE-bench / SWE-rebench / SWE-Gym rows (JSON, JSONL, parquet) -> swerl.task/1 records.
+"""`swerl tasks import`: SWE-bench (full, Lite, Verified), SWE-rebench, SWE-Gym and SWE-smith rows -> swerl.task/1.
 
-Mapping (notes/swe-formats-facts.md §4, §6): FAIL_TO_PASS/PASS_TO_PASS may be JSON strings or lists; `image` is
-taken from image -> image_name -> docker_image -> the SWE-bench rule `{namespace}/sweb.eval.x86_64.{id with __ ->
-_1776_, lower-cased}:latest`; `test_cmd` from test_cmd -> install_config.test_cmd -> the repo's runner (Django's
-runtests.py over dotted labels, sympy's bin/test) or pytest over the test_patch's files; `log_parser` from
-log_parser -> install_config.log_parser -> the repo's (django, sympy, pytest_rA); version and created_at stay
-strings; every other field passes through.
+Which dataset a row comes from (`--dataset`, default auto): SWE-rebench rows carry `install_config`, SWE-smith rows
+an `image_name` and no `test_patch`, SWE-Gym rows no `environment_setup_commit`; the rest are SWE-bench rows.
+Mapping (notes/swe-formats-facts.md §4, §6):
+- FAIL_TO_PASS/PASS_TO_PASS (and FAIL_TO_FAIL/PASS_TO_FAIL) may be JSON strings or lists; version and created_at
+  stay strings; every other field passes through.
+- `image`: image -> image_name -> docker_image -> the dataset's rule (SWE-bench `swebench/sweb.eval.x86_64.{id with
+  __ -> _1776_, lower-cased}:latest`, SWE-rebench the same under `swerebench`, SWE-Gym `xingyaoww/...{__ -> _s_}`).
+- `test_cmd`: test_cmd -> SWE-rebench's install_config.test_cmd (with its `LANG=C.UTF-8 LC_ALL=C.UTF-8` prefix)
+  -> the SWE-bench harness's command for the repo and version (task_specs.py: runner flags, tox, eval_commands
+  such as Django's locale exports) -> `pytest -rA`; followed by the test_patch's files (Django: dotted labels).
+  SWE-smith rows have no test_patch: their command runs the files of FAIL_TO_PASS and PASS_TO_PASS.
+- `log_parser`: log_parser -> install_config.log_parser -> the harness's parser for the repo -> parse_log_pytest.
+- SWE-smith's `patch` introduces the bug: it is kept as `bug_patch`, `patch` becomes its reverse (the gold fix)
+  and `patch_kind` is "bug". The row must name the `base_commit` its image holds the bug at.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import InputError
+from swerl_cli.errors import ConfigError
 from swerl_cli.records import TASK, Located, Task, check_schema
+from swerl_cli.rows import read_rows
 from swerl_cli.sandbox.gitops import patch_files
+from swerl_cli.task_specs import PYTEST, spec_for
+
+__all__ = ["DATASETS", "import_row", "read_rows", "reverse_patch", "swebench_image"]
 
 NON_TEST_EXTS = (".json", ".png", ".csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
-PYTEST = "python -m pytest -rA --tb=no -p no:cacheprovider --color=no"
 CONDA = "source /opt/miniconda3/bin/activate && conda activate testbed && "
-# Repos whose tests do not run under pytest in SWE-bench: (test command, log parser). Django takes dotted module
-# labels under tests/ as directives, sympy takes file paths.
-REPO_TESTS = {
-    "django/django": ("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1", "django"),
-    "sympy/sympy": ("PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose", "sympy"),
-}
+SMITH_PYTEST = "pytest --disable-warnings --color=no --tb=no --verbose"
+REBENCH_ENV = "LANG=C.UTF-8 LC_ALL=C.UTF-8"
+DATASETS = ("auto", "swe-bench", "swe-rebench", "swe-gym", "swe-smith")
+CONDA_NAMESPACES = ("swebench", "swerebench", "xingyaoww")
 
 
 def django_label(path: str) -> str:
@@ -38,48 +45,63 @@ def django_label(path: str) -> str:
     return path.removeprefix("tests/").removesuffix(".py").replace("/", ".")
 
 
-def read_rows(path: str) -> Iterator[Located]:
-    """Rows of a .jsonl(.gz), .json (array, or {id: row} dict) or .parquet file, each located for errors."""
-    from swerl_cli.jsonl import read_records
-
-    if path.endswith(".parquet"):
-        yield from _parquet_rows(path)
-    elif path.endswith(".json"):
-        import orjson
-
-        try:
-            data = orjson.loads(Path(path).read_bytes())
-        except FileNotFoundError:
-            raise InputError(path, None, None, "no such file") from None
-        except orjson.JSONDecodeError as e:
-            raise InputError(path, None, None, f"not valid JSON: {e}") from None
-        rows = list(data.values()) if isinstance(data, dict) else data
-        if not isinstance(rows, list):
-            raise InputError(path, None, None, "expected a JSON array of rows")
-        for i, row in enumerate(rows):
-            if not isinstance(row, dict):
-                raise InputError(f"{path}: row {i}", None, None, "expected a JSON object")
-            yield Located(f"{path}: row {i}", None, row)  # type: ignore[arg-type]
-    else:
-        yield from read_records(path)
+def detect(row: dict[str, Any]) -> str:
+    """The dataset a row looks like (see the module doc)."""
+    if isinstance(row.get("install_config"), dict):
+        return "swe-rebench"
+    if row.get("image_name") and not row.get("test_patch"):
+        return "swe-smith"
+    if "environment_setup_commit" not in row:
+        return "swe-gym"
+    return "swe-bench"
 
 
-def _parquet_rows(path: str) -> Iterator[Located]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(path, None, None, "reading parquet needs pyarrow: pip install 'swerl[parquet]'") from None
-    try:
-        pf = pq.ParquetFile(path)
-    except FileNotFoundError:
-        raise InputError(path, None, None, "no such file") from None
-    except Exception as e:  # pyarrow raises several types for a bad file
-        raise InputError(path, None, None, f"not a readable parquet file: {e}") from None
+def reverse_patch(patch: str) -> str:
+    r"""The unified diff that undoes `patch` (old and new sides swapped), as `git apply -R` reads it.
+
+    >>> reverse_patch("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n")
+    '--- a/x\n+++ b/x\n@@ -1 +1 @@\n-new\n+old\n'
+    """
+    out: list[str] = []
+    lines = patch.split("\n")
     i = 0
-    for batch in pf.iter_batches(batch_size=512):
-        for row in batch.to_pylist():
-            yield Located(f"{path}: row {i}", None, row)  # type: ignore[arg-type]
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith("diff --git a/") and " b/" in ln:
+            a, _, b = ln[len("diff --git a/") :].partition(" b/")
+            out.append(f"diff --git a/{b} b/{a}")
+        elif ln.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            old, new = ln[4:], lines[i + 1][4:]
+            out.append("--- " + ("a/" + new[2:] if new.startswith("b/") else new))
+            out.append("+++ " + ("b/" + old[2:] if old.startswith("a/") else old))
             i += 1
+        elif ln.startswith("@@ ") and " @@" in ln[3:]:
+            ranges, _, rest = ln[3:].partition(" @@")
+            minus, _, plus = ranges.partition(" ")
+            out.append(f"@@ -{plus[1:]} +{minus[1:]} @@{rest}")
+        elif ln.startswith("new file mode "):
+            out.append("deleted file mode " + ln[len("new file mode ") :])
+        elif ln.startswith("deleted file mode "):
+            out.append("new file mode " + ln[len("deleted file mode ") :])
+        elif ln.startswith("index ") and ".." in ln:
+            ids, sep, mode = ln[6:].partition(" ")
+            x, _, y = ids.partition("..")
+            out.append(f"index {y}..{x}{sep}{mode}")
+        elif ln.startswith("rename from "):
+            out.append("rename to " + ln[len("rename from ") :])
+        elif ln.startswith("rename to "):
+            out.append("rename from " + ln[len("rename to ") :])
+        elif ln[:1] in ("+", "-"):  # a run of changed lines: removals first, as diff writes them
+            run = []
+            while i < len(lines) and lines[i][:1] in ("+", "-") and not lines[i].startswith(("--- ", "+++ ")):
+                run.append(("-" if lines[i][0] == "+" else "+") + lines[i][1:])
+                i += 1
+            out += [r for r in run if r[0] == "-"] + [r for r in run if r[0] == "+"]
+            continue
+        else:
+            out.append(ln)
+        i += 1
+    return "\n".join(out)
 
 
 def swebench_image(instance_id: str, namespace: str = "swebench") -> str:
@@ -95,14 +117,56 @@ def _str(loc: Located, key: str, value: Any) -> str:
     raise loc.error(key, f"expected string, got {type(value).__name__}")
 
 
-def import_row(loc: Located, *, namespace: str = "swebench", workdir: str = "/testbed") -> dict[str, Any]:
+def _image(row: dict[str, Any], iid: str, dataset: str, namespace: str | None) -> Any:
+    named = row.get("image") or row.get("image_name") or row.get("docker_image")
+    if named:
+        return named
+    if dataset == "swe-gym":
+        return f"{namespace or 'xingyaoww'}/sweb.eval.x86_64.{iid.lower().replace('__', '_s_')}:latest"
+    return swebench_image(iid, namespace or ("swerebench" if dataset == "swe-rebench" else "swebench"))
+
+
+def _test_cmd(row: dict[str, Any], dataset: str, files: list[str], install: dict[str, Any]) -> tuple[str, str]:
+    """(test command with its directives, log parser name) for a row without its own test_cmd."""
+    spec = spec_for(row["repo"], row.get("version"))
+    parser = (spec.log_parser if spec else None) or "parse_log_pytest"
+    if dataset == "swe-smith":
+        ids = [*row.get("FAIL_TO_PASS", []), *row.get("PASS_TO_PASS", [])]
+        tests = list(dict.fromkeys(str(t).split("::", 1)[0] for t in ids if isinstance(t, str)))
+        return " ".join([SMITH_PYTEST, *tests]), "parse_log_pytest"
+    tests = [f for f in files if not f.endswith(NON_TEST_EXTS)]
+    install_cmd = install.get("test_cmd")
+    if isinstance(install_cmd, list):
+        install_cmd = " && ".join(str(c) for c in install_cmd)
+    if isinstance(install_cmd, str) and install_cmd:
+        return f"{REBENCH_ENV} {install_cmd} {' '.join(tests)}".strip(), parser
+    if spec is None:
+        return f"{PYTEST} {' '.join(tests)}".strip(), parser
+    if spec.directives == "django":
+        tests = [django_label(f) for f in tests]
+    run = f"{spec.test_cmd} {' '.join(tests)}".strip()
+    if spec.eval_commands:  # as in the harness's eval script: run in order, a failing one does not stop the tests
+        run = "{ " + "; ".join([*spec.eval_commands, run]) + "; }"
+    return run, parser
+
+
+def import_row(
+    loc: Located, *, namespace: str | None = None, workdir: str = "/testbed", dataset: str = "auto"
+) -> dict[str, Any]:
     """One dataset row -> a validated task record (dict); located one-line errors for unusable rows."""
+    if dataset not in DATASETS:
+        raise ConfigError(f"--dataset must be one of {', '.join(DATASETS)}; got {dataset!r}")
     if "schema" in loc.obj:  # a swerl task record: its version must be one this swerl reads, never rewritten
         check_schema(loc, TASK)
+        return Task.from_json(loc).to_json()
     row = dict(loc.obj)
+    kind = detect(row) if dataset == "auto" else dataset
     for key in ("instance_id", "base_commit"):
         if not isinstance(row.get(key), str) or not row[key]:
-            raise loc.error(key, "missing" if row.get(key) is None else "expected a non-empty string")
+            why = "missing" if row.get(key) is None else "expected a non-empty string"
+            if kind == "swe-smith" and key == "base_commit":
+                why += " (a SWE-smith row must name the commit its image holds the bug at)"
+            raise loc.error(key, why)
     iid = row["instance_id"]
     if not isinstance(row.get("repo"), str):
         owner, _, rest = iid.partition("__")
@@ -113,28 +177,7 @@ def import_row(loc: Located, *, namespace: str = "swebench", workdir: str = "/te
     for key in ("version", "created_at", "problem_statement", "hints_text"):
         if row.get(key) is not None:
             row[key] = _str(loc, key, row[key])
-    install = row.get("install_config") if isinstance(row.get("install_config"), dict) else {}
-    image = row.get("image") or row.get("image_name") or row.get("docker_image") or swebench_image(iid, namespace)
-    row["image"] = _str(loc, "image", image)
-    row["workdir"] = row.get("workdir") or workdir
-    test_patch = row.get("test_patch") or ""
-    if not isinstance(test_patch, str):
-        raise loc.error("test_patch", "expected string")
-    files = patch_files(test_patch)[0]
-    row.setdefault("test_files", files)
-    repo_cmd, repo_parser = REPO_TESTS.get(row["repo"], (PYTEST, "pytest_rA"))
-    if not row.get("test_cmd"):
-        tests = [f for f in files if not f.endswith(NON_TEST_EXTS)]
-        if isinstance(install.get("test_cmd"), str):
-            base_cmd = install["test_cmd"]
-        else:
-            base_cmd = repo_cmd
-            if repo_parser == "django":
-                tests = [django_label(f) for f in tests]
-        conda = CONDA if row["image"].split("/")[0] in ("swebench", "swerebench", "xingyaoww") else ""
-        row["test_cmd"] = f"{conda}{base_cmd} {' '.join(tests)}".strip()
-    row.setdefault("log_parser", install.get("log_parser") or repo_parser)
-    for key in ("FAIL_TO_FAIL", "PASS_TO_FAIL"):
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL"):
         if isinstance(row.get(key), str):
             import orjson
 
@@ -142,4 +185,22 @@ def import_row(loc: Located, *, namespace: str = "swebench", workdir: str = "/te
                 row[key] = orjson.loads(row[key])
             except orjson.JSONDecodeError:
                 raise loc.error(key, "a string that is not a JSON list") from None
+    install = row.get("install_config") if isinstance(row.get("install_config"), dict) else {}
+    row["image"] = _str(loc, "image", _image(row, iid, kind, namespace))
+    row["workdir"] = row.get("workdir") or workdir
+    test_patch = row.get("test_patch") or ""
+    if not isinstance(test_patch, str):
+        raise loc.error("test_patch", "expected string")
+    files = patch_files(test_patch)[0]
+    row.setdefault("test_files", files)
+    cmd, parser = _test_cmd(row, kind, files, install)
+    if not row.get("test_cmd"):
+        conda = CONDA if kind != "swe-smith" and row["image"].split("/")[0] in CONDA_NAMESPACES else ""
+        row["test_cmd"] = conda + cmd
+    row.setdefault("log_parser", install.get("log_parser") or parser)
+    if kind == "swe-smith" and isinstance(row.get("patch"), str) and "bug_patch" not in row:
+        row["bug_patch"] = row["patch"]
+        row["patch"] = reverse_patch(row["patch"])
+        row["patch_kind"] = "bug"
+    row.setdefault("dataset", kind)
     return Task.from_json(Located(loc.source, loc.line, row)).to_json()

@@ -260,6 +260,16 @@ def test_predictions_with_tasks_and_resume(toy: dict, tmp_path) -> None:
     assert report["empty_patch_ids"] == [f"{toy['instance_id']}/m2"]
 
 
+def test_preds_json_dict_form_is_graded(toy: dict, tmp_path) -> None:
+    _write(tmp_path / "tasks.jsonl", [toy])
+    pred = {"model_name_or_path": "sweagent", "instance_id": toy["instance_id"], "model_patch": "\n" + toy["patch"]}
+    (tmp_path / "preds.json").write_bytes(orjson.dumps({toy["instance_id"]: pred}))
+    res = run_swerl("grade", str(tmp_path / "preds.json"), "--tasks", str(tmp_path / "tasks.jsonl"))
+    assert res.returncode == 0, res.stderr.decode()
+    (rec,) = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert (rec["id"], rec["grade"]["status"]) == (f"{toy['instance_id']}/sweagent", "resolved")
+
+
 def test_tasks_validate_marks_toy_valid(toy: dict, tmp_path) -> None:
     write_jsonl(tmp_path / "tasks.jsonl", [toy])
     res = run_swerl("tasks", "validate", str(tmp_path / "tasks.jsonl"), "--repeats", "1", "--workers", "2")

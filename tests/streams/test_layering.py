@@ -18,6 +18,8 @@ LAYERS = {
     "outputs": 2,
     "config": 2,
     "expr": 2,
+    "rows": 2,
+    "task_specs": 2,
     "sandbox": 3,
     "policy": 3,
     "agent": 4,

@@ -13,13 +13,15 @@ from swerl_cli.config import resolve_config
 from swerl_cli.grading.engine import grade_records, load_tasks
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.report import Report
-from swerl_cli.jsonl import read_many, read_records
 from swerl_cli.outputs import open_output
+from swerl_cli.rows import read_many_rows, read_rows
 
 HELP = """Grade each record in a fresh sandbox: apply its patch, apply the task's test_patch, run test_cmd, parse the
-per-test results (JUnit XML when the run writes /tmp/swerl-junit.xml, else pytest's -rA summary) and add a `grade`
-object (status resolved|unresolved|patch_failed|timeout|error; reward null on error). Input: trajectory records, or
-SWE-bench prediction rows (instance_id, model_name_or_path, model_patch) with --tasks. With --workers N, records are
+per-test results (JUnit XML when the run writes /tmp/swerl-junit.xml, else the task's log parser) and add a `grade`
+object (status resolved|unresolved|patch_failed|timeout|error; reward null on error; a log with no test result is
+an error). Input: trajectory records, or SWE-bench prediction rows (instance_id, model_name_or_path, model_patch)
+with --tasks, as JSONL, a JSON array or a preds.json object {instance_id: {...}}. A task's missing image is pulled
+(--registry: from a mirror). With --workers N, records are
 written as they finish (the order may differ from the input; `id` identifies each) and flushed one by one; with -o
 the file is written in place so an interrupted run keeps every finished record (--resume continues it)."""
 
@@ -70,14 +72,16 @@ def _grade(
         sandbox_user=sandbox_user,
     )
     apply_images(cfg, "grade")
-    task_map = load_tasks(read_records(tasks)) if tasks else None
+    task_map = load_tasks(read_rows(tasks)) if tasks else None
     summary = Report()
     skipped: list[str] = []
     inputs = inputs or []
     with open_output(output, "append", resume=resume, inputs=[*inputs, *([tasks] if tasks else [])]) as out:
         for loc in out.previous():
             summary.add(loc.obj)
-        records = grade_records(read_many(inputs), cfg, tasks=task_map, skip_ids=out.done_ids, on_skip=skipped.append)
+        records = grade_records(
+            read_many_rows(inputs), cfg, tasks=task_map, skip_ids=out.done_ids, on_skip=skipped.append
+        )
         for rec in records:
             out.write(rec)
             summary.add(rec)

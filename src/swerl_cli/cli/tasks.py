@@ -19,12 +19,21 @@ app = typer.Typer(
 tasks_pull.register(app)
 
 
-@app.command("import", help="Read SWE-bench / SWE-rebench / SWE-Gym rows (.json, .jsonl, .parquet) and write tasks.")
+@app.command(
+    "import",
+    help="Read SWE-bench (full, Lite, Verified), SWE-rebench, SWE-Gym or SWE-smith rows (.jsonl, .json array or "
+    "object, .parquet) and write task records with the harness's test command and log parser.",
+)
 @boundary("tasks import")
 def _import(
-    inputs: Annotated[list[str], typer.Argument(help="Row files: .jsonl(.gz), .json (array or dict), .parquet.")],
+    inputs: Annotated[list[str], typer.Argument(help="Row files: .jsonl(.gz), .json (array or object), .parquet.")],
     output: OUTPUT = None,
-    namespace: Annotated[str, typer.Option(help="Registry namespace for the SWE-bench image rule.")] = "swebench",
+    dataset: Annotated[
+        str, typer.Option(help="auto, swe-bench, swe-rebench, swe-gym or swe-smith (auto: by each row's fields).")
+    ] = "auto",
+    namespace: Annotated[
+        str | None, typer.Option(help="Registry namespace of the image rule [default: the dataset's].")
+    ] = None,
     workdir: Annotated[str, typer.Option(help="Repository path in the image when a row names none.")] = "/testbed",
 ) -> None:
     from swerl_cli.tasks_import import import_row, read_rows
@@ -32,7 +41,7 @@ def _import(
     with open_output(output, "replace") as out:
         for path in inputs:
             for loc in read_rows(path):
-                out.write(import_row(loc, namespace=namespace, workdir=workdir))
+                out.write(import_row(loc, namespace=namespace, workdir=workdir, dataset=dataset))
     err_console.print(f"swerl tasks import: {out.count} tasks")
 
 

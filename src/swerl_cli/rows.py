@@ -1,0 +1,116 @@
+"""Rows of dataset and prediction files: JSONL (`-`, .gz), a JSON array, one JSON object, an
+`{instance_id: {...}}` object (SWE-agent's `preds.json`) or parquet, each row located for error messages.
+
+A `.json` file is parsed strictly first, then as the standard library reads it (NaN, integers past 64 bits, a
+UTF-8 byte order mark), then as JSON Lines saved under a `.json` name: a file that is valid JSON is never called
+invalid, and one that is not gets one line with the position of the first error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.errors import InputError
+from swerl_cli.records import Located
+
+
+def read_rows(path: str) -> Iterator[Located]:
+    """Located rows of one file, by its extension (.json, .parquet; anything else is JSONL)."""
+    from swerl_cli.jsonl import read_records
+
+    if path.endswith(".parquet"):
+        yield from _parquet_rows(path)
+    elif path.endswith(".json"):
+        yield from _json_rows(path)
+    else:
+        yield from read_records(path)
+
+
+def read_many_rows(paths: Iterable[str]) -> Iterator[Located]:
+    """Rows of several files in order; no paths means stdin (JSONL)."""
+    paths = list(paths) or ["-"]
+    for path in paths:
+        yield from read_rows(path)
+
+
+def _load(path: str) -> Any:
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, None, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, None, None, "is a directory, expected a JSON file") from None
+    import orjson
+
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    text = raw.decode("utf-8-sig", errors="replace")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        first = e
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append((n, json.loads(line)))
+            except json.JSONDecodeError:
+                raise InputError(
+                    path, first.lineno, None, f"not valid JSON: {first.msg} (column {first.colno})"
+                ) from None
+    return _JsonLines(rows)
+
+
+class _JsonLines(list):
+    """(line number, value) pairs of a `.json` file that holds JSON Lines."""
+
+
+def _json_rows(path: str) -> Iterator[Located]:
+    data = _load(path)
+    if isinstance(data, _JsonLines):
+        for n, obj in data:
+            if not isinstance(obj, dict):
+                raise InputError(path, n, None, f"expected a JSON object, got {type(obj).__name__}")
+            yield Located(path, n, obj)
+        return
+    if isinstance(data, list):
+        items = [(f"{path}: row {i}", row) for i, row in enumerate(data)]
+    elif (
+        isinstance(data, dict)
+        and data
+        and all(isinstance(v, dict) for v in data.values())
+        and ("instance_id" not in data)
+    ):
+        # {instance_id: {...}} (preds.json): each value is a row; its key is its instance_id when it names none
+        items = [(f"{path}: {key!r}", {"instance_id": key, **row}) for key, row in data.items()]
+    elif isinstance(data, dict):
+        items = [(path, data)] if data else []
+    else:
+        raise InputError(path, None, None, f"expected a JSON object or an array of objects, got {type(data).__name__}")
+    for where, row in items:
+        if not isinstance(row, dict):
+            raise InputError(where, None, None, f"expected a JSON object, got {type(row).__name__}")
+        yield Located(where, None, row)  # type: ignore[arg-type]
+
+
+def _parquet_rows(path: str) -> Iterator[Located]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(path, None, None, "reading parquet needs pyarrow: pip install 'swerl[parquet]'") from None
+    try:
+        pf = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise InputError(path, None, None, "no such file") from None
+    except Exception as e:  # pyarrow raises several types for a bad file
+        raise InputError(path, None, None, f"not a readable parquet file: {str(e).splitlines()[0]}") from None
+    i = 0
+    for batch in pf.iter_batches(batch_size=512):
+        for row in batch.to_pylist():
+            yield Located(f"{path}: row {i}", None, row)  # type: ignore[arg-type]
+            i += 1
