@@ -261,7 +261,7 @@ def test_predictions_with_tasks_and_resume(toy: dict, tmp_path) -> None:
 
 
 def test_preds_json_dict_form_is_graded(toy: dict, tmp_path) -> None:
-    _write(tmp_path / "tasks.jsonl", [toy])
+    write_jsonl(tmp_path / "tasks.jsonl", [toy])
     pred = {"model_name_or_path": "sweagent", "instance_id": toy["instance_id"], "model_patch": "\n" + toy["patch"]}
     (tmp_path / "preds.json").write_bytes(orjson.dumps({toy["instance_id"]: pred}))
     res = run_swerl("grade", str(tmp_path / "preds.json"), "--tasks", str(tmp_path / "tasks.jsonl"))
