@@ -118,23 +118,24 @@ def git(repo: str, *args: str) -> str:
     return res.stdout.decode("utf-8", "replace")
 
 
-def list_commits(repo: str, cfg: MineConfig) -> list[str]:
-    """Non-merge commits reachable from `cfg.rev` in the date window, oldest first."""
+def list_commits(repo: str, cfg: MineConfig) -> list[tuple[str, list[str]]]:
+    """(commit, parents) of the non-merge commits reachable from `cfg.rev` in the date window, oldest first."""
     if not (Path(repo) / ".git").exists() and not Path(repo, "HEAD").exists():
         raise InputError(repo, None, None, "not a git repository")
-    args = ["rev-list", "--no-merges", "--reverse"]
+    args = ["rev-list", "--no-merges", "--reverse", "--parents"]
     if cfg.max_commits:
         args.append(f"--max-count={cfg.max_commits}")
     if cfg.since:
         args.append(f"--since={cfg.since}")
     if cfg.until:
         args.append(f"--until={cfg.until}")
-    return git(repo, *args, cfg.rev, "--").split()
+    return [(ids[0], ids[1:]) for ids in map(str.split, git(repo, *args, cfg.rev, "--").splitlines()) if ids]
 
 
-def inspect_commit(repo: str, commit: str, cfg: MineConfig) -> Candidate | str:
+def inspect_commit(repo: str, commit: str, cfg: MineConfig, parents: list[str] | None = None) -> Candidate | str:
     """The candidate of a commit, or why it is not one (the reason is counted)."""
-    parents = git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
+    if parents is None:
+        parents = git(repo, "rev-list", "--parents", "-n1", commit).split()[1:]
     if len(parents) != 1:
         return "root commit"
     parent = parents[0]
@@ -155,8 +156,8 @@ def inspect_commit(repo: str, commit: str, cfg: MineConfig) -> Candidate | str:
         return "no source change"
     if len(source) > cfg.max_files or source_lines >= cfg.max_lines:
         return "too large"
-    message = git(repo, "log", "-1", "--format=%B", commit).strip()
-    date = git(repo, "log", "-1", "--format=%aI", commit).strip()
+    date, _, message = git(repo, "log", "-1", "--format=%aI%n%B", commit).partition("\n")
+    message = message.strip()
     cand = Candidate(commit, parent, message, date, source, tests)
     diff = ("diff", "--no-color", "--no-ext-diff", "--no-renames", "--binary", parent, commit, "--")
     cand.patch = git(repo, *diff, *source)
@@ -287,9 +288,9 @@ def mine_records(
     stats = MineStats()
     issues = load_issues(cfg.issues)
     cands: list[Candidate] = []
-    for commit in list_commits(repo, cfg):
+    for commit, parents in list_commits(repo, cfg):
         stats.commits += 1
-        found = inspect_commit(repo, commit, cfg)
+        found = inspect_commit(repo, commit, cfg, parents)
         if isinstance(found, str):
             stats.skipped[found] = stats.skipped.get(found, 0) + 1
         else:

@@ -24,7 +24,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
 def test_candidates_are_commits_touching_source_and_tests(repo: tuple[Path, dict[str, str]]) -> None:
     path, commits = repo
     cfg = MineConfig()
-    found = {c: inspect_commit(str(path), c, cfg) for c in list_commits(str(path), cfg)}
+    found = {c: inspect_commit(str(path), c, cfg, p) for c, p in list_commits(str(path), cfg)}
     assert found[commits["initial"]] == "root commit"
     assert found[commits["docs"]] == "no test change"
     fix = found[commits["fix_mean"]]
@@ -38,7 +38,8 @@ def test_candidates_are_commits_touching_source_and_tests(repo: tuple[Path, dict
     assert "tests/" not in fix.patch
     assert fix.test_patch.startswith("diff --git a/tests/test_mean.py b/tests/test_mean.py\nnew file mode")
     assert inspect_commit(str(path), commits["fix_mean"], MineConfig(max_lines=2)) == "too large"
-    assert list_commits(str(path), MineConfig(max_commits=2)) == [commits["fix_mean"], commits["flaky"]]
+    newest = [c for c, _ in list_commits(str(path), MineConfig(max_commits=2))]
+    assert newest == [commits["fix_mean"], commits["flaky"]]
 
 
 def test_file_classes_and_outcomes() -> None:
@@ -117,3 +118,30 @@ def test_mine_finds_the_two_fixes_gold_resolves_empty_does_not(
         )
         if listing.stdout.split():
             subprocess.run(["docker", "rmi", "-f", *listing.stdout.split()], capture_output=True)
+
+
+def test_problem_statement_from_issues_file_and_test_cmd(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    from swerl_cli.mining import load_issues, task_record
+
+    path, commits = repo
+    issues = tmp_path / "issues.jsonl"
+    issues.write_text(json.dumps({"commit": commits["fix_clamp"][:7], "problem_statement": "clamp(50, 0, 10) is 0"}))
+    cfg = MineConfig(name="calc", issues=str(issues))
+    found = {c: inspect_commit(str(path), c, cfg, p) for c, p in list_commits(str(path), cfg)}
+    texts = load_issues(cfg.issues)
+    clamp = task_record(found[commits["fix_clamp"]], cfg, str(path), "img", texts)
+    mean = task_record(found[commits["fix_mean"]], cfg, str(path), "img", texts)
+    assert clamp.problem_statement == "clamp(50, 0, 10) is 0"
+    assert mean.problem_statement == "mean() truncates fractional results"  # no issue text: the commit message
+    assert (clamp.instance_id, clamp.repo, clamp.extra["repo_source"]) == (
+        f"calc-{commits['fix_clamp'][:12]}",
+        "local/calc",
+        str(path.resolve()),
+    )
+    assert clamp.test_cmd.endswith("-o junit_family=xunit1 tests/test_ops.py")
+    res = run_swerl("tasks", "mine", str(path), "--test-cmd", "pytest")
+    assert res.returncode == 2
+    assert (
+        res.stderr.decode().strip()
+        == "swerl tasks mine: --test-cmd must contain {files} (the test files the commit touches)"
+    )

@@ -25,7 +25,10 @@ def _convert(
         list[str] | None, typer.Argument(metavar="FILES...", help="Source files or directories ('-': stdin).")
     ] = None,
     source: Annotated[
-        str, typer.Option("--from", metavar="FORMAT", help="auto, swe-agent, mini-swe-agent, openhands, sft, swerl.")
+        str,
+        typer.Option(
+            "--from", "--format", metavar="FORMAT", help="auto, swe-agent, mini-swe-agent, openhands, sft, swerl."
+        ),
     ] = "auto",
     target: Annotated[
         str, typer.Option("--to", metavar="FORMAT", help="swerl, swebench-preds or preds-json.")
