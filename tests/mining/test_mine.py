@@ -1,5 +1,6 @@
 """`swerl tasks mine` on a repository the test builds: two real fixes with tests, a docs-only commit, and a commit
-whose new test is flaky. Exactly the two fixes come out; gold resolves both, the empty patch neither."""
+whose new test is flaky. Exactly the two fixes come out; gold resolves both, the empty patch neither, and
+`swerl tasks validate` takes the output as it is."""
 
 from __future__ import annotations
 
@@ -102,14 +103,13 @@ def test_mine_finds_the_two_fixes_gold_resolves_empty_does_not(
         graded = run_swerl("grade", "--workers", "2", input=collect.stdout)
         assert graded.returncode == 0, graded.stderr.decode()[-2000:]
         assert sorted(json.loads(g)["grade"]["status"] for g in graded.stdout.splitlines()) == ["resolved"] * 2
-        empty = b"".join(
-            json.dumps({"instance_id": t["instance_id"], "model_name_or_path": "empty", "model_patch": ""}).encode()
-            + b"\n"
-            for t in tasks.values()
-        )
-        graded = run_swerl("grade", "--tasks", str(out), "--workers", "2", input=empty)
-        assert graded.returncode == 0, graded.stderr.decode()[-2000:]
-        assert sorted(json.loads(g)["grade"]["status"] for g in graded.stdout.splitlines()) == ["unresolved"] * 2
+        # `tasks validate` takes the output as it is: gold resolves, the empty patch resolves neither task
+        valid = run_swerl("tasks", "validate", str(out), "--repeats", "1", "--workers", "2")
+        assert valid.returncode == 0, valid.stderr.decode()[-2000:]
+        checks = [json.loads(line)["validation"] for line in valid.stdout.splitlines()]
+        assert [(v["valid"], v["gold_statuses"], v["empty_statuses"]) for v in checks] == [
+            (True, ["resolved"], ["unresolved"])
+        ] * 2
     finally:
         listing = subprocess.run(
             ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", f"swerl-mined-{name}"],
