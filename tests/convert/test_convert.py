@@ -210,3 +210,20 @@ def test_convert_preds_refuses_two_samples_of_one_instance(tmp_path: Path) -> No
     res = run_swerl("convert", "--from", "swerl", "--to", "swebench-preds", str(src))
     assert res.returncode == 3
     assert res.stderr.decode().startswith(f"swerl convert: {src}:2: field 'instance_id': 'a__b-1' already came from")
+
+
+@pytest.mark.docker
+def test_converted_trajectory_with_its_task_grades_directly(tmp_path: Path) -> None:
+    task = json.loads((EXAMPLES / "tasks.jsonl").read_text().splitlines()[0])
+    traj = json.loads((FIX / "swerl-examples__bizdays-1.traj").read_text())
+    traj["info"]["submission"] = task["patch"]  # the source agent submitted the real fix
+    src = tmp_path / f"{task['instance_id']}.traj"
+    src.write_text(json.dumps(traj, indent=2))
+    converted = run_swerl("convert", str(src), "--tasks", str(EXAMPLES / "tasks.jsonl"))
+    assert converted.returncode == 0, converted.stderr.decode()
+    graded = run_swerl("grade", input=converted.stdout)
+    assert graded.returncode == 0, graded.stderr.decode()[-2000:]
+    (rec,) = [json.loads(line) for line in graded.stdout.splitlines()]
+    assert rec["id"] == f"{task['instance_id']}/swe-agent/0"
+    assert rec["grade"]["status"] == "resolved"
+    assert rec["source"]["format"] == "swe-agent"  # the converter's fields pass through grade
