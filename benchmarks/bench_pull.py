@@ -5,6 +5,7 @@ Setup: Debian's `docker-registry` on a free port (blobs under .cache/bench-regis
 task image plus a layer of its own of SWERL_BENCH_PULL_MB random megabytes (so every pull downloads and unpacks
 it; the shared base layer stays local, as it would for SWE-bench images sharing their environment layers), pushed
 and removed locally. Before each variant the N images are removed again. MB/s counts the unique layers only.
+Each variant runs SWERL_BENCH_PULL_ROUNDS times (default 2), alternating with the others; the best run counts.
 A fourth row runs the same `docker pull`s 4 at a time (xargs -P4): the engine's own ceiling on this machine.
 Sizes: SWERL_BENCH_PULL_N (default 8 images), SWERL_BENCH_PULL_MB (default 16).
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "swerl-bench"
+ROUNDS = int(os.environ.get("SWERL_BENCH_PULL_ROUNDS", "2"))
 
 
 def _free_port() -> int:
@@ -108,20 +110,24 @@ def main() -> None:
             t0 = time.perf_counter()  # swerl's fixed cost: interpreter, imports, engine ping, with nothing to pull
             subprocess.run([*swerl[:5], str(tmp / "empty.jsonl")], capture_output=True, env=env, check=True)
             startup = time.perf_counter() - t0
-            rows = []
-            for name, cmd in variants.items():
-                _rmi(refs)
-                t0 = time.perf_counter()
-                res = subprocess.run(cmd, capture_output=True, env=env)
-                secs = time.perf_counter() - t0
-                if res.returncode != 0:
-                    raise RuntimeError(f"{name} failed: {res.stderr.decode()[-500:]}")
-                missing = [
-                    r for r in refs if subprocess.run(["docker", "image", "inspect", r], capture_output=True).returncode
-                ]
-                if missing:
-                    raise RuntimeError(f"{name} left {len(missing)} images unpulled")
-                rows.append((name, secs))
+            best: dict[str, float] = {}
+            for _ in range(ROUNDS):  # variants alternate, each keeps its best round: load drifts on a shared box
+                for name, cmd in variants.items():
+                    _rmi(refs)
+                    t0 = time.perf_counter()
+                    res = subprocess.run(cmd, capture_output=True, env=env)
+                    secs = time.perf_counter() - t0
+                    if res.returncode != 0:
+                        raise RuntimeError(f"{name} failed: {res.stderr.decode()[-500:]}")
+                    missing = [
+                        r
+                        for r in refs
+                        if subprocess.run(["docker", "image", "inspect", r], capture_output=True).returncode
+                    ]
+                    if missing:
+                        raise RuntimeError(f"{name} left {len(missing)} images unpulled")
+                    best[name] = min(secs, best.get(name, secs))
+            rows = list(best.items())
         finally:
             _rmi(refs)
             proc.terminate()
