@@ -109,3 +109,12 @@ def test_dapo_refuses_a_non_checkpoint_output_directory(tmp_path: Path) -> None:
     assert "not a swerl checkpoint" in err
     assert "--overwrite" in err
     assert (mine / "thesis.tex").read_text() == "years of work"
+
+
+def test_collect_output_into_a_missing_directory_is_created(tmp_path: Path) -> None:
+    """Defect 8: `collect -o new/dir/t.jsonl` gave a traceback (the file was opened before anything made the dir)."""
+    (tmp_path / "none.jsonl").write_bytes(b"")
+    out = tmp_path / "new" / "dir" / "t.jsonl"
+    code, _, err = _run("collect", str(tmp_path / "none.jsonl"), "--policy", "gold", "-o", str(out))
+    assert code == 0, err
+    assert out.read_bytes() == b""

@@ -71,6 +71,16 @@ def test_special_file_target_is_written_in_place_never_replaced(tmp_path: Path) 
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_dev_stdout_writes_to_the_descriptor_and_is_never_replaced(tmp_path: Path) -> None:
+    """Defect 1: `-o /dev/stdout` renamed a temp file over the link (as root)."""
+    (tmp_path / "g.jsonl").write_bytes(jsonl([graded("a", 0, True)]))
+    before = os.readlink("/dev/stdout")
+    res = run_swerl("filter", str(tmp_path / "g.jsonl"), "-o", "/dev/stdout")
+    assert res.returncode == 0, res.stderr.decode()
+    assert [orjson.loads(line)["instance_id"] for line in res.stdout.splitlines()] == ["a"]
+    assert os.readlink("/dev/stdout") == before
+
+
 def test_full_device_is_one_line_no_space(tmp_path: Path) -> None:
     """Defect 1/8: /dev/full was replaced (as root) or reported nothing; now 'No space left' and exit 1."""
     (tmp_path / "g.jsonl").write_bytes(jsonl([graded("a", 0, True)]))
