@@ -18,7 +18,7 @@ help:  ## list targets
 # ---------------------------------------------------------------- setup
 setup: venv docker-engine registry base-image example-images tiny-model  ## everything: venv, Docker engine, registry, images, tiny model
 
-venv: $(VENV)/.installed  ## Python venv with the package and its train + dev extras (CPU torch)
+venv: $(VENV)/.installed  ## Python venv with the package and its train + dev + ray extras (CPU torch)
 
 $(VENV)/.installed: pyproject.toml
 	@# Debian's python3 lacks ensurepip until python3-venv is installed.
@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	  echo "setup: installing python3-venv" >&2; apt-get update -qq >/dev/null \
 	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null && python3 -m venv $(VENV); }
 	@# torch==2.13.0 first and in the same resolve: an unpinned torch would pull GBs of CUDA wheels.
-	DS_BUILD_OPS=0 $(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e '.[train,dev]'
+	DS_BUILD_OPS=0 $(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e '.[train,dev,ray]'
 	@touch $@
 
 docker-engine:  ## a reachable Docker engine (installs Debian's docker.io and starts dockerd when absent)

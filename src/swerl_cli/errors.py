@@ -63,7 +63,7 @@ OPTIONAL_DEPENDENCIES = {
     "matplotlib": "pip install 'swerl[plot]'",
     "pyarrow": "pip install 'swerl[parquet]'",
     "vllm": "pip install 'swerl[vllm]'",
-    "ray": "pip install 'ray[default]'",
+    "ray": "pip install 'swerl[ray]'",
     "wandb": "pip install wandb",
     "tensorboard": "pip install tensorboard",
 }
@@ -100,3 +100,8 @@ def require_modules(*names: str) -> None:
             if missing is None:
                 raise
             raise missing from None
+
+
+class JobLostError(SwerlError):
+    """A job's worker or node was lost (after the executor's retries), or the job was cancelled: an `error`
+    record, never a reward."""

@@ -33,7 +33,7 @@ def test_eval_plot_without_matplotlib_is_one_line_with_the_install_command(tmp_p
         ("torch", "'swerl[train]'"),
         ("vllm", "'swerl[vllm]'"),
         ("pyarrow", "'swerl[parquet]'"),
-        ("ray", "'ray[default]'"),
+        ("ray", "'swerl[ray]'"),
     ],
 )
 def test_each_optional_package_names_its_install_command(module, install):

@@ -7,7 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUT, boundary, err_console
+from swerl_cli.cli._common import (
+    APPEND_OUTPUT,
+    CONFIG,
+    EPISODE_CPUS,
+    EPISODE_MEMORY_GB,
+    INPUT,
+    MAX_EPISODE_RETRIES,
+    RAY,
+    boundary,
+    err_console,
+)
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
 
 Opt = typer.Option
@@ -73,24 +83,39 @@ def _collect(
     gpu_memory_utilization: Annotated[
         float | None, Opt(help="Share of GPU memory vLLM may take (vllm policy; default 0.9).")
     ] = None,
+    ray: RAY = None,
+    episode_cpus: EPISODE_CPUS = None,
+    episode_memory_gb: EPISODE_MEMORY_GB = None,
+    max_episode_retries: MAX_EPISODE_RETRIES = None,
 ) -> None:
     flags: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("input", "output", "config", "resume")}
     from swerl_cli.collect import CollectConfig, build_policy, plan_jobs, run_jobs
     from swerl_cli.config import resolve_config
+    from swerl_cli.executor import open_executor, ray_address
     from swerl_cli.jsonl import read_records
     from swerl_cli.outputs import open_output
 
     flags["base_url"] = tuple(base_url) if base_url else None
+    flags["ray"] = ray_address(ray)
     cfg = resolve_config(CollectConfig, config, **flags)
     apply_images(cfg, "collect")
     inputs = [input, *([replay] if replay else [])]
+    executor = None
+    if cfg.ray:  # the policy is checked and the cluster joined before the output is touched
+        from swerl_cli.collect.distributed import check_distributable, run_jobs_on
+
+        check_distributable(cfg)
+        executor = open_executor(cfg.ray, cfg.concurrency, cfg.placement())
     with open_output(output, "append", resume=resume, inputs=inputs) as out:
         # Every task is validated and the policy configured before the first record: bad input loses nothing.
         jobs = plan_jobs(read_records(input), cfg, out.done_ids)
         backend = build_policy(cfg)
         progress = _Progress(len(out.done_ids))
         with progress:
-            run_jobs(jobs, cfg, out.write, on_event=progress.event, policy=backend)
+            if executor is not None:
+                run_jobs_on(executor, jobs, cfg, out.write, policy=backend, on_event=progress.event)
+            else:
+                run_jobs(jobs, cfg, out.write, on_event=progress.event, policy=backend)
     err_console.print(f"swerl collect: {progress.summary()}")
 
 

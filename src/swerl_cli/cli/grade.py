@@ -7,9 +7,20 @@ from typing import Annotated
 import orjson
 import typer
 
-from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, err_console
+from swerl_cli.cli._common import (
+    APPEND_OUTPUT,
+    CONFIG,
+    EPISODE_CPUS,
+    EPISODE_MEMORY_GB,
+    INPUTS,
+    MAX_EPISODE_RETRIES,
+    RAY,
+    boundary,
+    err_console,
+)
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
 from swerl_cli.config import resolve_config
+from swerl_cli.executor import node_label, open_executor, ray_address
 from swerl_cli.grading.engine import grade_records, load_tasks
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.report import Report
@@ -54,6 +65,10 @@ def _grade(
     ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip ids already in the output file.")] = False,
     report: Annotated[str | None, typer.Option(metavar="FILE", help="Write a SWE-bench-style summary JSON.")] = None,
+    ray: RAY = None,
+    episode_cpus: EPISODE_CPUS = None,
+    episode_memory_gb: EPISODE_MEMORY_GB = None,
+    max_episode_retries: MAX_EPISODE_RETRIES = None,
 ) -> None:
     cfg = resolve_config(
         GradeConfig,
@@ -70,24 +85,36 @@ def _grade(
         pull=pull,
         image_budget_gb=image_budget_gb,
         sandbox_user=sandbox_user,
+        ray=ray_address(ray),
+        episode_cpus=episode_cpus,
+        episode_memory_gb=episode_memory_gb,
+        max_episode_retries=max_episode_retries,
     )
     apply_images(cfg, "grade")
     task_map = load_tasks(read_rows(tasks)) if tasks else None
     summary = Report()
     skipped: list[str] = []
     inputs = inputs or []
+    # The cluster is joined before the output is touched: an unreachable one writes nothing.
+    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-grade")
     with open_output(output, "append", resume=resume, inputs=[*inputs, *([tasks] if tasks else [])]) as out:
         for loc in out.previous():
             summary.add(loc.obj)
         records = grade_records(
-            read_many_rows(inputs), cfg, tasks=task_map, skip_ids=out.done_ids, on_skip=skipped.append
+            read_many_rows(inputs),
+            cfg,
+            tasks=task_map,
+            skip_ids=out.done_ids,
+            on_skip=skipped.append,
+            executor=executor,
         )
         for rec in records:
             out.write(rec)
             summary.add(rec)
             g = rec["grade"]
             msg = f" ({g['error']})" if g.get("error") else ""
-            err_console.print(f"graded {rec['id']}: {g['status']} in {g['duration_s']:.1f}s{msg}")
+            where = f" on {node_label(g.get('node'))}" if cfg.ray else ""
+            err_console.print(f"graded {rec['id']}: {g['status']} in {g['duration_s']:.1f}s{where}{msg}")
     if report:
         with open_output(report, "replace") as rep:
             rep.write_line(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")

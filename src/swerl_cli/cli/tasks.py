@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli import tasks_pull
-from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._common import (
+    CONFIG,
+    EPISODE_CPUS,
+    EPISODE_MEMORY_GB,
+    INPUTS,
+    MAX_EPISODE_RETRIES,
+    OUTPUT,
+    RAY,
+    boundary,
+    err_console,
+)
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
 from swerl_cli.jsonl import read_many
 from swerl_cli.outputs import open_output
@@ -88,9 +98,14 @@ def _validate(
     pull: PULL = None,
     image_budget_gb: IMAGE_BUDGET = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip tasks already in the output file.")] = False,
+    ray: RAY = None,
+    episode_cpus: EPISODE_CPUS = None,
+    episode_memory_gb: EPISODE_MEMORY_GB = None,
+    max_episode_retries: MAX_EPISODE_RETRIES = None,
 ) -> None:
     from swerl_cli.config import resolve_config
     from swerl_cli.errors import ConfigError
+    from swerl_cli.executor import open_executor, ray_address
     from swerl_cli.grading.grade import GradeConfig
     from swerl_cli.grading.validate import validate_tasks
     from swerl_cli.records import Task, check_schema
@@ -106,6 +121,10 @@ def _validate(
         registry=registry,
         pull=pull,
         image_budget_gb=image_budget_gb,
+        ray=ray_address(ray),
+        episode_cpus=episode_cpus,
+        episode_memory_gb=episode_memory_gb,
+        max_episode_retries=max_episode_retries,
     )
     apply_images(cfg, "tasks validate")
     tasks = []
@@ -113,8 +132,10 @@ def _validate(
         check_schema(loc, "swerl.task")
         tasks.append(Task.from_json(loc))
     bad = 0
+    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate")  # before any output
     with open_output(output, "append", resume=resume, inputs=inputs or [], id_key="instance_id") as out:
-        for rec in validate_tasks([t for t in tasks if t.instance_id not in out.done_ids], cfg, repeats):
+        todo = [t for t in tasks if t.instance_id not in out.done_ids]
+        for rec in validate_tasks(todo, cfg, repeats, executor=executor):
             out.write(rec)
             v = rec["validation"]
             bad += not v["valid"]

@@ -7,16 +7,16 @@ interrupt propagates; records already yielded are complete.
 
 from __future__ import annotations
 
+import functools
 import secrets
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.grading.grade import GradeConfig, episode_error_grade, grade_patch
+from swerl_cli.errors import JobLostError
+from swerl_cli.executor import open_executor, stream_jobs
+from swerl_cli.grading.grade import GradeConfig, episode_error_grade, error_grade, grade_patch
 from swerl_cli.records import GRADED, TASK, TRAJECTORY, Located, Task, check_schema, schema_tag
 
 
@@ -109,10 +109,13 @@ def grade_records(
     tasks: dict[str, Task] | None = None,
     skip_ids: set[str] | None = None,
     on_skip: Callable[[str], None] | None = None,
+    executor: Any = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield graded records as they complete, `cfg.workers` at a time; input is read lazily (streams work).
+    """Yield graded records as they complete, `cfg.workers` at a time, on `executor` (default: threads here);
+    input is read lazily (streams work).
 
-    A record whose id is in `skip_ids` (already graded) is passed to `on_skip`; a repeated id is graded once.
+    A record whose id is in `skip_ids` (already graded) is passed to `on_skip`; a repeated id is graded once. A job
+    lost with its worker or node (after the executor's retries) is an error grade, never a reward.
     """
     run_id = cfg.run_id or new_run_id()
     if cfg.run_id:
@@ -120,65 +123,36 @@ def grade_records(
 
         remove_stale(run_id, cfg.backend)  # left by an earlier run with this --run-id that was killed
     done = skip_ids or set()
-    skip: set[str] = set()
-    pool = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="swerl-grade")
-    pending: dict[Future[dict[str, Any]], Job] = {}
-    source = iter(records)
-    exhausted = False
-    clean_exit = False
-    try:
-        while True:
-            while not exhausted and len(pending) < 2 * cfg.workers:
-                loc = next(source, None)
-                if loc is None:
-                    exhausted = True
-                    break
-                job = to_job(loc, tasks)
-                if job.id in done:
-                    if on_skip is not None:
-                        on_skip(job.id)
-                    continue
-                if job.id in skip:
-                    continue
-                skip.add(job.id)
-                if job.obj.get("exit_status") == "error":  # an infra failure upstream stays an error, not reward 0
-                    yield graded_record(job, episode_error_grade(job.obj.get("error")))
-                    continue
-                pending[pool.submit(grade_patch, job.task, job.patch, cfg, run_id)] = job
-            if not pending:
-                break
-            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in done:
-                job = pending.pop(fut)
-                yield graded_record(job, fut.result())
-        clean_exit = True
-    finally:
-        if clean_exit:
-            pool.shutdown(wait=True)
+    ex = executor or open_executor(None, cfg.workers, name="swerl-grade")
+
+    def jobs() -> Iterator[tuple[Job, Any, tuple[Any, ...]]]:
+        seen: set[str] = set()
+        for loc in records:
+            job = to_job(loc, tasks)
+            if job.id in done:
+                if on_skip is not None:
+                    on_skip(job.id)
+                continue
+            if job.id in seen:
+                continue
+            seen.add(job.id)
+            if job.obj.get("exit_status") == "error":  # an infra failure upstream stays an error, not reward 0
+                yield job, None, episode_error_grade(job.obj.get("error"))
+                continue
+            yield job, grade_patch, (job.task, job.patch, cfg, run_id)
+
+    for job, outcome in stream_jobs(ex, jobs(), cleanup=run_cleanup(run_id), stale_cleanup=run_cleanup(run_id, True)):
+        if isinstance(outcome, JobLostError):
+            yield graded_record(job, error_grade(f"JobLostError: {outcome}"))
+        elif outcome.node is None:  # decided without a sandbox
+            yield graded_record(job, outcome.value)
         else:
-            _abort(pool, pending, run_id)
+            yield graded_record(job, {**outcome.value, "node": outcome.node})
 
 
-def _abort(pool: ThreadPoolExecutor, pending: dict[Future[Any], Job], run_id: str) -> None:
-    """Interrupted or failed: drop queued work, remove this run's sandboxes, wait for workers to notice."""
-    from swerl_cli.sandbox import lifecycle
+def run_cleanup(run_id: str, stale_only: bool = False) -> Callable[[], Any]:
+    """What every node runs after an interrupt (remove the containers labelled with this run), or with
+    `stale_only` after a run (only those whose owning process is gone)."""
+    from swerl_cli.sandbox.docker import prune
 
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a second signal must not abort the cleanup
-            old[sig] = signal.signal(sig, signal.SIG_IGN)
-    try:
-        for fut in pending:
-            fut.cancel()
-        lifecycle.sweep()
-        pool.shutdown(wait=True, cancel_futures=True)
-        lifecycle.sweep()
-        try:
-            from swerl_cli.sandbox.docker import prune
-
-            prune(run_id)
-        except Exception:  # no engine (local backend) or engine gone: nothing to prune
-            pass
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    return functools.partial(prune, run_id, stale_only=stale_only)

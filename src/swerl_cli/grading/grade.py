@@ -15,6 +15,7 @@ from typing import Any
 
 from swerl_cli.config import check_positive
 from swerl_cli.errors import ConfigError, SandboxError
+from swerl_cli.executor import Placement
 from swerl_cli.grading.evaluate import SEMANTICS, evaluate, suspicious
 from swerl_cli.grading.logs import log_family, parse_junit, parse_text_log
 from swerl_cli.records import Task
@@ -51,6 +52,10 @@ class GradeConfig:
     registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
     pull: bool = True
     image_budget_gb: float | None = None
+    ray: str | None = None  # Ray cluster address (or "auto"): jobs run on its nodes
+    episode_cpus: float = 0.5  # Ray resource request per job (paper: 0.5 CPU, 2 GiB per agent)
+    episode_memory_gb: float = 2.0
+    max_episode_retries: int = 2  # Ray retries of a job whose worker or node died
 
     def __post_init__(self) -> None:
         from swerl_cli.sandbox.images import ImageSettings
@@ -64,6 +69,11 @@ class GradeConfig:
             raise ConfigError(f"field 'workers': must be between 1 and 256; got {self.workers}")
         if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16:
             raise ConfigError("limits: memory_mb >= 64, cpus > 0 and pids >= 16 are required")
+        self.placement()
+
+    def placement(self) -> Placement:
+        """The per-job request on a Ray cluster."""
+        return Placement(self.episode_cpus, self.episode_memory_gb, self.max_episode_retries)
 
     def limits(self) -> SandboxLimits:
         """The sandbox limits this config implies."""
@@ -96,6 +106,11 @@ def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:
 def episode_error_grade(error: object) -> dict[str, Any]:
     """The grade of a trajectory whose episode failed (exit_status error): an error, never a reward of 0."""
     return _grade("error", time.monotonic(), error=f"the episode failed, nothing to grade: {error}")
+
+
+def error_grade(message: str) -> dict[str, Any]:
+    """A `grade` object for a job that never produced one (its worker or node was lost): status error."""
+    return _grade("error", time.monotonic(), error=message)
 
 
 def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) -> dict[str, Any]:

@@ -7,11 +7,12 @@ differs across the repeats of the same patch is flaky.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from swerl_cli.grading.engine import _abort, new_run_id
-from swerl_cli.grading.grade import GradeConfig, grade_patch
+from swerl_cli.errors import JobLostError
+from swerl_cli.executor import open_executor, stream_jobs
+from swerl_cli.grading.engine import new_run_id, run_cleanup
+from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
 from swerl_cli.records import Task
 
 
@@ -38,24 +39,35 @@ def summarize(task: Task, gold: list[dict[str, Any]], empty: list[dict[str, Any]
     }
 
 
-def validate_tasks(tasks: Iterable[Task], cfg: GradeConfig, repeats: int) -> Iterator[dict[str, Any]]:
-    """Yield each task record (input order) with a `validation` field; work runs `cfg.workers` at a time."""
+def validate_tasks(
+    tasks: Iterable[Task], cfg: GradeConfig, repeats: int, *, executor: Any = None
+) -> Iterator[dict[str, Any]]:
+    """Yield each task record (input order) with a `validation` field; its 2R grading jobs run on `executor`
+    (default: `cfg.workers` threads here). A lost job counts as an error run, so the task is not valid."""
     run_id = cfg.run_id or new_run_id()
-    pool = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="swerl-validate")
-    ok = False
-    jobs: list[tuple[Task, list, list]] = []
-    try:
-        for task in tasks:  # submit everything first so all workers stay busy; yield in input order
-            gold = [pool.submit(grade_patch, task, task.patch or "", cfg, run_id) for _ in range(repeats)]
-            empty = [pool.submit(grade_patch, task, "", cfg, run_id) for _ in range(repeats)]
-            jobs.append((task, gold, empty))
-        for task, gold, empty in jobs:
-            out = task.to_json()
-            out["validation"] = summarize(task, [f.result() for f in gold], [f.result() for f in empty])
-            yield out
-        ok = True
-    finally:
-        if ok:
-            pool.shutdown(wait=True)
+    ex = executor or open_executor(None, cfg.workers, name="swerl-validate")
+    tasks = list(tasks)
+    jobs = (
+        ((i, kind), grade_patch, (task, (task.patch or "") if kind == "gold" else "", cfg, run_id))
+        for i, task in enumerate(tasks)
+        for kind in ("gold", "empty")
+        for _ in range(repeats)
+    )
+    runs: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    nodes: dict[int, set[str]] = {}
+    ready = 0  # tasks before this index have been yielded
+    for (i, kind), outcome in stream_jobs(
+        ex, jobs, cleanup=run_cleanup(run_id), stale_cleanup=run_cleanup(run_id, True)
+    ):
+        if isinstance(outcome, JobLostError):
+            grade = error_grade(f"JobLostError: {outcome}")
         else:
-            _abort(pool, {f: None for _, g, e in jobs for f in (*g, *e)}, run_id)
+            grade = outcome.value
+            nodes.setdefault(i, set()).add(outcome.node.get("ray_node_id") or outcome.node["host"])
+        runs.setdefault(i, {"gold": [], "empty": []})[kind].append(grade)
+        while ready < len(tasks) and sum(map(len, runs.get(ready, {}).values())) == 2 * repeats:
+            task, done = tasks[ready], runs.pop(ready)
+            out = task.to_json()
+            out["validation"] = {**summarize(task, done["gold"], done["empty"]), "nodes": sorted(nodes.pop(ready, ()))}
+            yield out
+            ready += 1

@@ -15,6 +15,7 @@ class GoldPolicy:
     """Turn 0 writes the gold patch into the sandbox and applies it with `git apply`; turn 1 submits."""
 
     name = "gold"
+    distributed = "ship"  # collect --ray: stateless: the driver's object is sent to every worker
 
     @classmethod
     def from_config(cls, cfg: Any) -> GoldPolicy:

@@ -28,6 +28,7 @@ class OpenAIPolicy:
     """Chat completions over HTTP; `vllm_extras` sends top_k/min_p/repetition_penalty and asks for token ids."""
 
     name = "openai"
+    distributed = "rebuild"  # collect --ray: each worker builds its own HTTP client from the config
 
     @classmethod
     def from_config(cls, cfg: Any) -> OpenAIPolicy:

@@ -14,6 +14,7 @@ class ReplayPolicy:
     """Answers turn k of (instance_id, sample) with the k-th assistant message of the matching trajectory."""
 
     name = "replay"
+    distributed = "ship"  # collect --ray: the recorded actions travel with the job, so workers need not see the file
 
     @classmethod
     def from_config(cls, cfg: Any) -> ReplayPolicy:

@@ -1,0 +1,94 @@
+"""`collect --ray`: every episode is one job on an executor (a Ray cluster's nodes), started and ended there.
+
+The driver plans jobs, keeps `concurrency` of them in flight and emits each record as it comes back; the worker
+runs `episode.run_job` (sandbox on its own node's Docker engine, agent loop, sandbox removed). Policies say how
+they travel (`distributed` on the class): `ship` sends the driver's object (gold, replay), `rebuild` builds one per
+episode from the config on the worker (openai: every worker talks to the `--base-url`s itself). In-process model
+backends (hf, vllm) cannot be spread over nodes and are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from swerl_cli.collect.config import CollectConfig
+from swerl_cli.collect.episode import run_job
+from swerl_cli.collect.plan import Job
+from swerl_cli.errors import ConfigError, JobLostError
+from swerl_cli.executor import stream_jobs
+from swerl_cli.policy import build_policy, policy_class
+from swerl_cli.policy.base import Policy
+
+
+def check_distributable(cfg: CollectConfig) -> str:
+    """How the configured policy reaches workers (`ship` or `rebuild`); a one-line ConfigError if it cannot."""
+    mode = getattr(policy_class(cfg.policy), "distributed", None)
+    if mode not in ("ship", "rebuild"):
+        raise ConfigError(
+            f"--policy {cfg.policy} runs the model inside this process and cannot run on a Ray cluster; serve the "
+            "model (e.g. vLLM's OpenAI server) and use --policy openai --base-url URL"
+        )
+    return mode
+
+
+def episode_job(job: Job, cfg: CollectConfig, policy: Policy | None) -> dict[str, Any]:
+    """Runs on a worker: one episode end to end (sandbox started and removed here); one trajectory record."""
+    own = policy is None
+    policy = build_policy(cfg) if own else policy
+
+    async def main() -> dict[str, Any]:
+        try:
+            return await run_job(job, cfg, policy)
+        finally:
+            if own:
+                await policy.aclose()
+
+    return asyncio.run(main())
+
+
+def run_jobs_on(
+    executor: Any,
+    jobs: list[Job],
+    cfg: CollectConfig,
+    emit: Callable[[dict[str, Any]], None],
+    *,
+    policy: Policy,
+    on_event: Callable[[str, Any], None] | None = None,
+) -> int:
+    """Run planned jobs on `executor`, emitting each record (with its `node`) as it finishes; returns the count.
+
+    A job lost with its node after the executor's retries is an `error` trajectory, never a reward.
+    """
+    from swerl_cli.agent.loop import EpisodeResult, initial_messages
+    from swerl_cli.agent.prompts import load_prompts
+    from swerl_cli.collect.episode import job_sampling, trajectory_record
+    from swerl_cli.grading.engine import run_cleanup
+
+    event = on_event or (lambda kind, payload: None)
+    shipped = executor.share(policy) if check_distributable(cfg) == "ship" else None
+    event("plan", len(jobs))
+
+    def submitted() -> Any:
+        for job in jobs:
+            event("start", (job.task.instance_id, job.sample))
+            yield job, episode_job, (job, cfg, shipped)
+
+    count = 0
+    # Container labels carry the run name, which other collects may share: only sandboxes whose owner is gone go.
+    stale = run_cleanup(cfg.run, stale_only=True)
+    for job, outcome in stream_jobs(executor, submitted(), cleanup=stale, stale_cleanup=stale):
+        if isinstance(outcome, JobLostError):
+            messages = initial_messages(job.loc.obj, load_prompts(cfg.prompt_config), cfg.agent())
+            result = EpisodeResult(messages=messages, exit_status="error", error=f"JobLostError: {outcome}")
+            record = trajectory_record(job, cfg, policy, job_sampling(cfg, job.sample), result)
+            record["stats"] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)
+            record["stats"].update(tokens_total=0, wall_s=0.0, sandbox_s=0.0, policy_s=0.0)
+            record["node"] = None
+        else:
+            record = {**outcome.value, "node": outcome.node}
+        emit(record)
+        count += 1
+        event("end", record)
+    return count

@@ -1,0 +1,200 @@
+"""Job executors: where `grade`, `tasks validate`, `tasks pull` and `collect --ray` run their jobs (DESIGN.md §10).
+
+A job is a plain picklable function call, `fn(*args)`, that starts its own sandbox and returns a JSON-ready value.
+An executor runs jobs and hands back `concurrent.futures.Future`s that resolve to `Outcome(value, node)`:
+
+- `LocalExecutor`: a thread pool on this machine's Docker engine (the default);
+- `RayExecutor` (`executor/ray.py`, the only module that imports Ray): each job is a Ray task on some node of a
+  cluster, with a resource request per job, retried on another node when its node is lost.
+
+`stream_jobs` keeps a bounded window of jobs in flight and yields results as they finish; on an interrupt or
+failure it cancels what is pending and runs the caller's cleanup on every node.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from swerl_cli.errors import ConfigError, JobLostError
+
+K = TypeVar("K")
+RAY_ENV = "SWERL_RAY_ADDRESS"
+
+
+class Outcome(NamedTuple):
+    """A finished job: its return value and the node that ran it ({"host", "ray_node_id"}; None: no node did)."""
+
+    value: Any
+    node: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What each job asks of the cluster (Ray only): CPUs, memory, and retries when its node is lost."""
+
+    cpus: float = 0.5
+    memory_gb: float = 2.0
+    max_retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.cpus < 0 or self.memory_gb < 0:
+            raise ConfigError(f"--episode-cpus and --episode-memory-gb must be >= 0; got {self.cpus}, {self.memory_gb}")
+        if self.max_retries < 0:
+            raise ConfigError(f"--max-episode-retries must be >= 0; got {self.max_retries}")
+
+
+class Executor(Protocol):
+    """Runs jobs; `window` is how many jobs a caller keeps submitted at once."""
+
+    window: int
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Outcome]: ...
+
+    def share(self, obj: Any) -> Any: ...
+
+    def on_every_node(self, fn: Callable[..., Any], /, *args: Any) -> list[Outcome]: ...
+
+    def abort(self, pending: Iterable[Future[Any]], cleanup: Callable[[], Any] | None) -> None: ...
+
+    def close(self, stale_cleanup: Callable[[], Any] | None = None) -> None: ...
+
+
+def this_node(ray_node_id: str | None = None) -> dict[str, Any]:
+    """The node record put on every output record."""
+    return {"host": socket.gethostname(), "ray_node_id": ray_node_id}
+
+
+def node_label(node: dict[str, Any] | None) -> str:
+    """A short name for progress lines: the Ray node id's first 8 hex digits, else the host name."""
+    if not node:
+        return "?"
+    return (node.get("ray_node_id") or "")[:8] or str(node.get("host"))
+
+
+def _local_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> Outcome:
+    return Outcome(fn(*args), this_node())
+
+
+class LocalExecutor:
+    """`workers` threads on this machine; a window of twice that keeps the next jobs queued."""
+
+    def __init__(self, workers: int, name: str = "swerl"):
+        self.workers = workers
+        self.window = 2 * workers
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Outcome]:
+        return self._pool.submit(_local_job, fn, args)
+
+    def share(self, obj: Any) -> Any:
+        """An object many jobs take as an argument (sent once on a cluster; here, itself)."""
+        return obj
+
+    def on_every_node(self, fn: Callable[..., Any], /, *args: Any) -> list[Outcome]:
+        return [Outcome(fn(*args), this_node())]
+
+    def abort(self, pending: Iterable[Future[Any]], cleanup: Callable[[], Any] | None) -> None:
+        """Drop queued jobs, remove this process's live sandboxes, wait for the workers, then `cleanup`."""
+        from swerl_cli.sandbox import lifecycle
+
+        for fut in pending:
+            fut.cancel()
+        lifecycle.sweep()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        lifecycle.sweep()
+        if cleanup is not None:
+            try:
+                cleanup()
+            except Exception:  # no engine (local backend) or engine gone: nothing to clean
+                pass
+
+    def close(self, stale_cleanup: Callable[[], Any] | None = None) -> None:
+        """Wait for the workers; a dead job's sandboxes are already gone here (its thread removed them)."""
+        self._pool.shutdown(wait=True)
+
+
+def open_executor(
+    ray: str | None, workers: int, placement: Placement | None = None, *, name: str = "swerl"
+) -> LocalExecutor | Any:
+    """A RayExecutor connected to `ray` (an address, or `auto`), else a LocalExecutor; an unreachable cluster is a
+    one-line ConfigError raised before the caller writes anything."""
+    if not ray:
+        return LocalExecutor(workers, name)
+    from swerl_cli.executor.ray import RayExecutor
+
+    return RayExecutor(ray, workers, placement or Placement())
+
+
+def ray_address(flag: str | None) -> str | None:
+    """`--ray` if given, else SWERL_RAY_ADDRESS (empty means local)."""
+    return flag or os.environ.get(RAY_ENV) or None
+
+
+def stream_jobs(
+    executor: Any,
+    jobs: Iterable[tuple[K, Callable[..., Any], tuple[Any, ...]]],
+    *,
+    cleanup: Callable[[], Any] | None = None,
+    stale_cleanup: Callable[[], Any] | None = None,
+) -> Iterator[tuple[K, Outcome | JobLostError]]:
+    """Submit `(key, fn, args)` jobs, at most `executor.window` at once, reading `jobs` lazily; yield `(key,
+    Outcome)` as each finishes, or `(key, JobLostError)` for a job lost with its worker or node. A job given as
+    `(key, None, value)` is already done: it is yielded at once as `Outcome(value, None)`.
+
+    On any exit but exhaustion (Ctrl-C, SIGTERM, a bad input line) pending jobs are cancelled and `cleanup` runs
+    on every node, with further signals held off until it is done. After a clean run a cluster executor runs
+    `stale_cleanup` on every node (sandboxes left by workers that died with a lost job)."""
+    pending: dict[Future[Outcome], K] = {}
+    source = iter(jobs)
+    exhausted = False
+    clean = False
+    try:
+        while True:
+            while not exhausted and len(pending) < executor.window:
+                item = next(source, None)
+                if item is None:
+                    exhausted = True
+                    break
+                key, fn, args = item
+                if fn is None:  # a result known without running anything: passed through in stream order
+                    yield key, Outcome(args, None)
+                    continue
+                pending[executor.submit(fn, *args)] = key
+            if not pending:
+                break
+            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                key = pending.pop(fut)
+                try:
+                    outcome: Outcome | JobLostError = fut.result()
+                except JobLostError as e:
+                    outcome = e
+                yield key, outcome
+        clean = True
+    finally:
+        if clean:
+            executor.close(stale_cleanup)
+        else:
+            with signals_held():
+                executor.abort(list(pending), cleanup)
+
+
+class signals_held:  # lower case: used like a function, `with signals_held(): ...`
+    """Ignore SIGINT/SIGTERM/SIGHUP inside the block (a second Ctrl-C must not abort a cleanup); main thread only."""
+
+    def __enter__(self) -> None:
+        self.old: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                self.old[sig] = signal.signal(sig, signal.SIG_IGN)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
