@@ -1,4 +1,4 @@
-"""The output contract every command shares (DESIGN.md §13).
+"""The output contract every command shares (docs/reliability.md).
 
     with open_output(path, "append", resume=resume, inputs=inputs) as out:   # collect, grade, validate, mine
         todo = [r for r in records if r.id not in out.done_ids]

@@ -158,7 +158,7 @@ def _str_list(loc: Located, key: str) -> list[str]:
 
 @dataclass(slots=True)
 class Task:
-    """A SWE-bench instance plus how to run it (DESIGN.md §2). Unknown fields ride along in `extra`."""
+    """A SWE-bench instance plus how to run it (docs/records.md). Unknown fields ride along in `extra`."""
 
     instance_id: str
     repo: str

@@ -2,7 +2,7 @@
 
 Which dataset a row comes from (`--dataset`, default auto): SWE-rebench rows carry `install_config`, SWE-smith rows
 an `image_name` and no `test_patch`, SWE-Gym rows no `environment_setup_commit`; the rest are SWE-bench rows.
-Mapping (notes/swe-formats-facts.md §4, §6):
+Mapping (docs/tasks.md):
 - FAIL_TO_PASS/PASS_TO_PASS (and FAIL_TO_FAIL/PASS_TO_FAIL) may be JSON strings or lists; version and created_at
   stay strings; every other field passes through.
 - `image`: image -> image_name -> docker_image -> the dataset's rule (SWE-bench `swebench/sweb.eval.x86_64.{id with

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import typer.main
@@ -35,3 +36,35 @@ def test_help_for_every_command() -> None:
 def test_cli_docs_are_current() -> None:
     current = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert current == _gen().render(), "docs/cli.md is stale: run `make docs`"
+
+
+_CITED_MD = re.compile(r"(?<![\w/.-])((?:docs/)?[\w-]+\.md)\b")
+# Module paths as the package's docstrings cite them: `policy/vllm.py`, `swerl_cli/outputs.py`, `scripts/x.py`.
+_PKG_DIRS = "agent|cli|collect|convert|grading|policy|sandbox|training|swerl_cli|scripts|benchmarks"
+_CITED_PY = re.compile(rf"(?<![\w/.-])((?:{_PKG_DIRS})/[\w/]*\.py)\b")
+PKG = ROOT / "src" / "swerl_cli"
+
+
+def _cited(pattern: re.Pattern[str], roots: list[str]) -> list[tuple[Path, int, str]]:
+    """(file, line, name) of each citation; in tests only docstring and comment lines (test data may name files)."""
+    found = []
+    for root in roots:
+        for path in sorted((ROOT / root).rglob("*.py")):
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if root == "tests" and '"""' not in line and "#" not in line:
+                    continue
+                found += [(path, n, m) for m in pattern.findall(line)]
+    return found
+
+
+def test_files_cited_in_source_exist() -> None:
+    """A docstring or comment that names a doc or a module names one that is in the repository."""
+    missing = []
+    for path, n, name in _cited(_CITED_MD, ["src", "scripts", "benchmarks", "tests"]):
+        if not any((ROOT / base / name).exists() for base in ("", "docs")):
+            missing.append(f"{path.relative_to(ROOT)}:{n}: {name}")
+    for path, n, name in _cited(_CITED_PY, ["src", "scripts", "benchmarks"]):
+        bases = (ROOT, PKG, PKG.parent, path.parent)
+        if not any((base / name).exists() for base in bases):
+            missing.append(f"{path.relative_to(ROOT)}:{n}: {name}")
+    assert not missing, "cited files that do not exist:\n" + "\n".join(missing)

@@ -1,4 +1,4 @@
-"""Layering rules from COMMON.md/STYLE.md, checked on the source with `ast`, plus what `import swerl_cli.cli` loads."""
+"""Layering rules (docs/architecture.md), checked on the source with `ast`, plus what `import swerl_cli.cli` loads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The output contract (outputs.py, DESIGN.md §13): special files, torn lines, locks, own input, signals, full disk.
+"""The output contract (outputs.py, docs/reliability.md): special files, torn lines, locks, own input, signals,
+full disk.
 
 Grade runs here need no sandbox: every input id is already in the output (skipped) or the input is empty.
 """

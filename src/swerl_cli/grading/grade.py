@@ -1,4 +1,4 @@
-"""Grade one patch against one task in a fresh sandbox (DESIGN.md §7).
+"""Grade one patch against one task in a fresh sandbox (docs/grading.md).
 
 Fresh container -> apply the patch (git apply, git apply --3way, patch --fuzz=5; tree reset between tries) ->
 restore the test_patch's files to base_commit (new ones removed) and apply test_patch -> run test_cmd with a

@@ -1,7 +1,7 @@
 """Test-log parsers -> {test_id: status}: pytest logs (progress lines + short summary), JUnit XML, Django's and
 sympy's runners; `parse_named` picks one by a task's `log_parser` (swerl or SWE-bench names).
 
-pytest rules (notes/swe-formats-facts.md §3): a status comes from every line that carries one, as in the SWE-bench
+pytest rules (docs/grading.md): a status comes from every line that carries one, as in the SWE-bench
 harness, but only where pytest itself writes statuses: verbose progress lines (`id STATUS [ n%]`, xdist's
 `[gw0] [ n%] STATUS id`) before the first report section, and the lines of the `short test summary info`
 section. Both are merged (a test's worse outcome wins), so a `-v` run without `-rA` keeps its passing tests, and

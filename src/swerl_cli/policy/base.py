@@ -1,4 +1,4 @@
-"""The Policy protocol: chat messages in, one sampled completion out (DESIGN.md §6)."""
+"""The Policy protocol: chat messages in, one sampled completion out (docs/policies.md)."""
 
 from __future__ import annotations
 

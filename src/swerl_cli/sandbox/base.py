@@ -1,4 +1,4 @@
-"""The Sandbox protocol: a stateful place to run an episode's commands (DESIGN.md §4)."""
+"""The Sandbox protocol: a stateful place to run an episode's commands (docs/sandbox.md)."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def image_status(task: Task, base_image: str, source_digest: str = "") -> str:
     return "ok" if label == setup_hash(task, base_image, _base_id(client, base_image), source_digest) else "stale"
 
 
-# The unprivileged episode user of every image swerl builds (DESIGN.md §4): it owns the work tree, nothing else.
+# The unprivileged episode user of every image swerl builds (docs/sandbox.md): it owns the work tree, nothing else.
 EPISODE_USER = "swerl"
 EPISODE_USER_SETUP = (
     "if ! id -u swerl >/dev/null 2>&1; then useradd --create-home --uid 1000 --user-group --shell /bin/bash swerl "

@@ -1,6 +1,6 @@
 """Trajectory records -> token sequences with exact loss masks, and packing into token-budget micro-batches.
 
-Layout (COMMON.md turns contract), one sequence per trajectory:
+Layout (docs/records.md, `turns`), one sequence per trajectory:
 
     input_ids = turns[0].prompt_token_ids ++ turns[0].token_ids ++ turns[1].delta_token_ids ++ turns[1].token_ids ++ ...
     loss_mask = 1 exactly on token_ids positions (0 on turns flagged format_error when `mask_format_errors`)
