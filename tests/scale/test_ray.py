@@ -112,6 +112,47 @@ def test_validate_runs_on_the_cluster(cluster: Cluster, example_tasks: Path, tmp
     assert all(r["validation"]["nodes"] for r in recs)
 
 
+def test_tasks_pull_runs_on_every_node(cluster: Cluster, example_tasks: Path) -> None:
+    res = run_swerl("tasks", "pull", str(example_tasks), "--ray", cluster.address, timeout=600)
+    assert res.returncode == 0, res.stderr.decode()[-3000:]
+    recs = _records(res.stdout)
+    images = {json.loads(line)["image"] for line in example_tasks.read_text().splitlines()}
+    assert {(r["image"].split("/")[-1], r["node"]["ray_node_id"]) for r in recs} == {
+        (i, n) for i in images for n in cluster.node_ids.values()
+    }
+    assert {r["status"] for r in recs} == {"present"}
+
+
+def test_sandbox_prune_stale_runs_per_node(cluster: Cluster) -> None:
+    run = f"prune-{os.getpid()}"
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    gone = str(exited.pid)  # an owner that is no more
+    label = ["--label", "swerl.managed=1", "--label", f"swerl.run={run}"]
+    for pid in (gone, str(os.getpid())):
+        subprocess.run(
+            ["docker", "create", *label, "--label", f"swerl.pid={pid}", "swerl-base", "true"],
+            check=True,
+            capture_output=True,
+        )
+    assert len(_containers(run)) == 2
+    try:
+        res = run_swerl("sandbox", "prune", "--stale", "--run", run, "--ray", cluster.address, timeout=300)
+        assert res.returncode == 0, res.stderr.decode()[-3000:]
+        err = res.stderr.decode()
+        assert err.count("node ") == 2  # one line per node
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=swerl.run={run}", "--filter", f"label=swerl.pid={os.getpid()}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert _containers(run) == left.stdout.split()  # the live owner's container stays
+        assert len(_containers(run)) == 1
+    finally:
+        subprocess.run(["docker", "rm", "-f", *_containers(run)], capture_output=True)
+
+
 def _start(cluster: Cluster, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [*SWERL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cluster.env, start_new_session=True

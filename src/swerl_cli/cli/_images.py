@@ -32,3 +32,12 @@ def apply_images(cfg: Any, command: str) -> None:
         budget_gb=cfg.image_budget_gb,
         log=lambda msg: err_console.print(f"swerl {command}: {msg}"),
     )
+
+
+def worker_images(cfg: Any) -> Any:
+    """The same image settings for the workers of a cluster (`--ray`): run there before each job."""
+    import functools
+
+    from swerl_cli.sandbox import images
+
+    return functools.partial(images.configure, registry=cfg.registry, pull=cfg.pull, budget_gb=cfg.image_budget_gb)

@@ -18,7 +18,7 @@ from swerl_cli.cli._common import (
     boundary,
     err_console,
 )
-from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
+from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
 
 Opt = typer.Option
 
@@ -105,7 +105,7 @@ def _collect(
         from swerl_cli.collect.distributed import check_distributable, run_jobs_on
 
         check_distributable(cfg)
-        executor = open_executor(cfg.ray, cfg.concurrency, cfg.placement())
+        executor = open_executor(cfg.ray, cfg.concurrency, cfg.placement(), setup=worker_images(cfg))
     with open_output(output, "append", resume=resume, inputs=inputs) as out:
         # Every task is validated and the policy configured before the first record: bad input loses nothing.
         jobs = plan_jobs(read_records(input), cfg, out.done_ids)

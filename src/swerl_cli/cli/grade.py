@@ -18,7 +18,7 @@ from swerl_cli.cli._common import (
     boundary,
     err_console,
 )
-from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
+from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
 from swerl_cli.config import resolve_config
 from swerl_cli.executor import node_label, open_executor, ray_address
 from swerl_cli.grading.engine import grade_records, load_tasks
@@ -96,7 +96,7 @@ def _grade(
     skipped: list[str] = []
     inputs = inputs or []
     # The cluster is joined before the output is touched: an unreachable one writes nothing.
-    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-grade")
+    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-grade", setup=worker_images(cfg))
     with open_output(output, "append", resume=resume, inputs=[*inputs, *([tasks] if tasks else [])]) as out:
         for loc in out.previous():
             summary.add(loc.obj)

@@ -6,20 +6,38 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import boundary, err_console
+from swerl_cli.cli._common import RAY, boundary, err_console
 
 app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 
 
-@app.command("prune", help="Remove leftover swerl containers (label swerl.managed=1), optionally of one run only.")
+@app.command(
+    "prune",
+    help="Remove leftover swerl containers (label swerl.managed=1), optionally of one run only; with --ray on every "
+    "node of the cluster (each node's own Docker engine).",
+)
 @boundary("sandbox prune")
 def _prune(
     run: Annotated[str | None, typer.Option("--run", help="Only containers labelled swerl.run=RUN.")] = None,
     stale: Annotated[
         bool, typer.Option("--stale", help="Only containers whose owning swerl process is gone (safe during runs).")
     ] = False,
+    ray: RAY = None,
 ) -> None:
+    import functools
+
+    from swerl_cli.executor import node_label, open_executor, ray_address
     from swerl_cli.sandbox.docker import prune
 
-    removed = prune(run, stale_only=stale)
-    err_console.print(f"swerl sandbox prune: removed {len(removed)} container(s)")
+    address = ray_address(ray)
+    if not address:
+        removed = prune(run, stale_only=stale)
+        err_console.print(f"swerl sandbox prune: removed {len(removed)} container(s)")
+        return
+    executor = open_executor(address, 1)
+    nodes = executor.on_every_node(functools.partial(prune, run, stale_only=stale))
+    executor.close()
+    for node in nodes:
+        err_console.print(f"swerl sandbox prune: node {node_label(node.node)}: removed {len(node.value)} container(s)")
+    total = sum(len(n.value) for n in nodes)
+    err_console.print(f"swerl sandbox prune: removed {total} container(s) on {len(nodes)} node(s)")

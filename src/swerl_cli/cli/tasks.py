@@ -18,7 +18,7 @@ from swerl_cli.cli._common import (
     boundary,
     err_console,
 )
-from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images
+from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
 from swerl_cli.jsonl import read_many
 from swerl_cli.outputs import open_output
 
@@ -132,7 +132,9 @@ def _validate(
         check_schema(loc, "swerl.task")
         tasks.append(Task.from_json(loc))
     bad = 0
-    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate")  # before any output
+    executor = open_executor(
+        cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate", setup=worker_images(cfg)
+    )  # before any output
     with open_output(output, "append", resume=resume, inputs=inputs or [], id_key="instance_id") as out:
         todo = [t for t in tasks if t.instance_id not in out.done_ids]
         for rec in validate_tasks(todo, cfg, repeats, executor=executor):

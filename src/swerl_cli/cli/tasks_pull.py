@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, RAY, boundary, err_console
 from swerl_cli.cli._images import IMAGE_BUDGET, REGISTRY
 
 HELP = """Pull the image of every task (each distinct image once; present ones are skipped) with the user's docker
 credentials, N at a time, from --registry when given. Writes one record per image (image, registry, status
-present|pulled|error, bytes, seconds, error) and exits 1 when any image could not be had."""
+present|pulled|error, bytes, seconds, error) and exits 1 when any image could not be had. With --ray every node of
+the cluster pulls into its own engine, and each record also names its node."""
 
 
 def register(app: typer.Typer) -> None:
@@ -27,10 +29,12 @@ def _pull(
     workers: Annotated[int | None, typer.Option(metavar="N", help="Pulls at once [default: 4].")] = None,
     registry: REGISTRY = None,
     image_budget_gb: IMAGE_BUDGET = None,
+    ray: RAY = None,
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from swerl_cli.config import resolve_config
+    from swerl_cli.executor import open_executor, ray_address
     from swerl_cli.jsonl import read_many
     from swerl_cli.outputs import open_output
     from swerl_cli.records import Task, check_schema
@@ -42,6 +46,8 @@ def _pull(
         check_schema(loc, "swerl.task")
         refs.append(Task.from_json(loc).image)
     todo = images.task_images(refs, cfg.registry)
+    address = ray_address(ray)
+    executor = open_executor(address, cfg.workers) if address else None  # joined before any output
     bar = Progress(
         TextColumn("tasks pull"),
         BarColumn(),
@@ -74,10 +80,19 @@ def _pull(
             mb = total_bytes / 1e6
             bar.update(job, advance=1, description=f"pulled {counts['pulled']} ({mb:.0f} MB), errors {counts['error']}")
 
-        images.pull_many(todo, cfg.workers, done, settings)
+        if executor is None:
+            images.pull_many(todo, cfg.workers, done, settings)
+        else:  # every node pulls into its own engine; its records come back when it is done
+            bar.update(job, total=None, description=f"pulling {len(todo)} images on every node of the cluster")
+            here = dataclasses.replace(settings, log=None)
+            for node in executor.on_every_node(images.pull_here, todo, cfg.workers, here, timeout_s=None):
+                for rec in node.value:
+                    done({**rec, "node": node.node})
+            executor.close()
     secs = time.monotonic() - t0
+    where = "" if executor is None else " (summed over the nodes)"
     err_console.print(
-        f"swerl tasks pull: {len(todo)} images: {counts['pulled']} pulled ({total_bytes / 1e6:.0f} MB), "
+        f"swerl tasks pull: {len(todo)} images{where}: {counts['pulled']} pulled ({total_bytes / 1e6:.0f} MB), "
         f"{counts['present']} present, {counts['error']} failed in {secs:.1f}s"
     )
     if counts["error"]:

@@ -59,7 +59,7 @@ class Executor(Protocol):
 
     def share(self, obj: Any) -> Any: ...
 
-    def on_every_node(self, fn: Callable[..., Any], /, *args: Any) -> list[Outcome]: ...
+    def on_every_node(self, fn: Callable[..., Any], /, *args: Any, timeout_s: float | None = ...) -> list[Outcome]: ...
 
     def abort(self, pending: Iterable[Future[Any]], cleanup: Callable[[], Any] | None) -> None: ...
 
@@ -85,6 +85,8 @@ def _local_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> Outcome:
 class LocalExecutor:
     """`workers` threads on this machine; a window of twice that keeps the next jobs queued."""
 
+    remote = False
+
     def __init__(self, workers: int, name: str = "swerl"):
         self.workers = workers
         self.window = 2 * workers
@@ -97,7 +99,8 @@ class LocalExecutor:
         """An object many jobs take as an argument (sent once on a cluster; here, itself)."""
         return obj
 
-    def on_every_node(self, fn: Callable[..., Any], /, *args: Any) -> list[Outcome]:
+    def on_every_node(self, fn: Callable[..., Any], /, *args: Any, timeout_s: float | None = None) -> list[Outcome]:
+        """This machine is the only node."""
         return [Outcome(fn(*args), this_node())]
 
     def abort(self, pending: Iterable[Future[Any]], cleanup: Callable[[], Any] | None) -> None:
@@ -121,15 +124,21 @@ class LocalExecutor:
 
 
 def open_executor(
-    ray: str | None, workers: int, placement: Placement | None = None, *, name: str = "swerl"
+    ray: str | None,
+    workers: int,
+    placement: Placement | None = None,
+    *,
+    name: str = "swerl",
+    setup: Callable[[], Any] | None = None,
 ) -> LocalExecutor | Any:
     """A RayExecutor connected to `ray` (an address, or `auto`), else a LocalExecutor; an unreachable cluster is a
-    one-line ConfigError raised before the caller writes anything."""
+    one-line ConfigError raised before the caller writes anything. `setup` runs on a worker before each job there
+    (process-wide settings such as the image mirror, which this process already has)."""
     if not ray:
         return LocalExecutor(workers, name)
     from swerl_cli.executor.ray import RayExecutor
 
-    return RayExecutor(ray, workers, placement or Placement())
+    return RayExecutor(ray, workers, placement or Placement(), setup=setup)
 
 
 def ray_address(flag: str | None) -> str | None:
@@ -151,6 +160,8 @@ def stream_jobs(
     On any exit but exhaustion (Ctrl-C, SIGTERM, a bad input line) pending jobs are cancelled and `cleanup` runs
     on every node, with further signals held off until it is done. After a clean run a cluster executor runs
     `stale_cleanup` on every node (sandboxes left by workers that died with a lost job)."""
+    if stale_cleanup is not None and getattr(executor, "remote", False):
+        executor.on_every_node(stale_cleanup)  # left on any node by an earlier, killed run of the same id
     pending: dict[Future[Outcome], K] = {}
     source = iter(jobs)
     exhausted = False

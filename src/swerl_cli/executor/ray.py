@@ -27,10 +27,14 @@ CANCEL_GRACE_S = 15.0
 NODE_CALL_TIMEOUT_S = 120.0
 
 
-def _remote_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
-    """Runs on a worker: the job, then where it ran. Cancelled or crashed: this worker's sandboxes are removed."""
+def _remote_job(
+    setup: Callable[[], Any] | None, fn: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[Any, dict[str, Any]]:
+    """Runs on a worker: setup, the job, then where it ran. Cancelled or crashed: this worker's sandboxes go."""
     from swerl_cli.sandbox import lifecycle
 
+    if setup is not None:
+        setup()
     try:
         value = fn(*(ray.get(a) if isinstance(a, ray.ObjectRef) else a for a in args))
     except BaseException:
@@ -79,8 +83,11 @@ def alive_nodes() -> list[dict[str, Any]]:
 class RayExecutor:
     """Jobs as Ray tasks; at most `workers` of this driver's jobs exist at once (`window`)."""
 
-    def __init__(self, address: str, workers: int, placement: Placement):
+    remote = True
+
+    def __init__(self, address: str, workers: int, placement: Placement, setup: Callable[[], Any] | None = None):
         self.placement = placement
+        self.setup = setup
         self.window = workers
         self._owns = connect(address)
         self._check_fits()
@@ -109,7 +116,7 @@ class RayExecutor:
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Outcome]:
         """Start `fn(*args)` as a Ray task; the future resolves to Outcome(value, node)."""
-        ref = self._task.options(**self._opts).remote(fn, args)
+        ref = self._task.options(**self._opts).remote(self.setup, fn, args)
         fut: Future[Outcome] = Future()
         self._refs[fut] = ref
         ref.future().add_done_callback(lambda rf: self._settle(fut, rf))
@@ -136,15 +143,18 @@ class RayExecutor:
         """Put `obj` in the object store once; jobs given the ref receive the object."""
         return ray.put(obj)
 
-    def on_every_node(self, fn: Callable[..., Any], /, *args: Any) -> list[Outcome]:
-        """Run `fn(*args)` once on each live node (0 CPU, pinned); a node that dies meanwhile is left out."""
+    def on_every_node(
+        self, fn: Callable[..., Any], /, *args: Any, timeout_s: float | None = NODE_CALL_TIMEOUT_S
+    ) -> list[Outcome]:
+        """Run `fn(*args)` once on each live node (0 CPU, pinned); a node that dies meanwhile is left out, and so
+        is one that has not answered within `timeout_s` (None: wait)."""
         refs = []
         for node in alive_nodes():
             strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
             opts = dict(num_cpus=0, memory=0, max_retries=0, scheduling_strategy=strategy)
-            refs.append(self._task.options(**opts).remote(fn, args))
+            refs.append(self._task.options(**opts).remote(self.setup, fn, args))
         out = []
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=NODE_CALL_TIMEOUT_S)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
         for ref in ready:
             try:
                 value, node = ray.get(ref)

@@ -311,3 +311,10 @@ def pull_many(
         futures = [pool.submit(one, image) for image in images]
         for fut in as_completed(futures):
             on_done(fut.result())
+
+
+def pull_here(images: list[str], workers: int, settings: ImageSettings | None = None) -> list[dict[str, Any]]:
+    """`pull_many` on this machine's engine, the records collected (what each node of a cluster runs)."""
+    out: list[dict[str, Any]] = []
+    pull_many(images, workers, out.append, settings)
+    return out
