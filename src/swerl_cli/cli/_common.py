@@ -47,7 +47,7 @@ APPEND_OUTPUT = Annotated[
         "--resume keeps it); a second run on the same file is refused.",
     ),
 ]
-# Scale-out on a Ray cluster (docs/scale.md): the same flags on collect, grade, tasks validate and tasks pull.
+# Scale-out on a Ray cluster: the same flags on collect, grade, tasks validate and tasks pull.
 RAY = Annotated[
     str | None,
     typer.Option(
