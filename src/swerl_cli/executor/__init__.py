@@ -1,4 +1,4 @@
-"""Job executors: where `grade`, `tasks validate`, `tasks pull` and `collect --ray` run their jobs.
+"""Job executors: where `grade`, `tasks validate`, `tasks pull` and `collect --ray` run their jobs (docs/scale.md).
 
 A job is a plain picklable function call, `fn(*args)`, that starts its own sandbox and returns a JSON-ready value.
 An executor runs jobs and hands back `concurrent.futures.Future`s that resolve to `Outcome(value, node)`:
