@@ -83,3 +83,17 @@ def test_failed_episode_is_graded_as_error_without_a_sandbox(tmp_path: Path) -> 
     assert grade["status"] == "error"
     assert grade["reward"] is None
     assert "server down" in grade["error"]
+
+
+@pytest.mark.docker
+def test_sigterm_during_tasks_validate_leaves_no_temp_file_or_container(task: dict, tmp_path: Path) -> None:
+    """Defect 11 (validate): SIGTERM left `.NAME.PID.tmp`; now the output is appended in place, whole lines only."""
+    run = f"rel-term-validate-{os.getpid()}"
+    (tmp_path / "tasks.jsonl").write_bytes(jsonl([{**task, "test_cmd": "sleep 120"}]))
+    out = tmp_path / "v.jsonl"
+    cmd = [sys.executable, "-m", "swerl_cli", "tasks", "validate", str(tmp_path / "tasks.jsonl"), "-r", "1"]
+    cmd += ["--workers", "2", "--run-id", run, "-o", str(out)]
+    code, err = _terminate_when_running(cmd, run, 2, signal.SIGTERM)
+    assert code == 143, err[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.jsonl"]  # nothing finished: no output, no temp
+    assert _containers(run) == []
