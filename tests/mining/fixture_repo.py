@@ -63,16 +63,17 @@ TEST_SCALE = """import random
 
 import pytest
 
-from calc.ops import scale
+from calc import ops
 
 
 def test_scale():
-    assert scale([1, 2], 3) == [3, 6]
+    assert ops.scale([1, 2], 3) == [3, 6]
 
 
-@pytest.mark.parametrize("attempt", range(8))
+@pytest.mark.parametrize("attempt", range(16))
 def test_scale_timing(attempt):
-    # depends on timing in the original; here plainly random: passes or fails by chance on every run
+    # timing-dependent in real life; here plainly random, before and after the fix alike, so across 2 repeats
+    # some case changes outcome (all 16 cases stay put in both states with probability 4**-16)
     assert random.SystemRandom().random() < 0.5
 """
 

@@ -41,6 +41,8 @@ def test_candidates_are_commits_touching_source_and_tests(repo: tuple[Path, dict
     assert inspect_commit(str(path), commits["fix_mean"], MineConfig(max_lines=2)) == "too large"
     newest = [c for c, _ in list_commits(str(path), MineConfig(max_commits=2))]
     assert newest == [commits["fix_mean"], commits["flaky"]]
+    window = MineConfig(since="2025-01-02T00:00:00Z", until="2025-01-04T00:00:00Z")
+    assert [c for c, _ in list_commits(str(path), window)] == [commits["fix_clamp"], commits["docs"]]
 
 
 def test_file_classes_and_outcomes() -> None:
