@@ -145,3 +145,27 @@ def test_collect_and_grade_200_records_under_faults(tasks: list[dict], tmp_path:
         f"({in_killed_runs} in SIGKILLed runs); SIGKILL+resume: collect {collect_kills}, grade {grade_kills}; "
         f"docker kill: collect {collect_killer.kills}, grade {killer.kills}; grade errors by cause {dict(errors)}"
     )
+
+
+def test_docker_kill_during_the_test_run_is_an_error_not_a_zero(tasks: list[dict]) -> None:
+    """The kill lands while test_cmd runs (one test reported, the next one never): the partial log must not score."""
+    from swerl_cli.grading.grade import GradeConfig, grade_patch
+
+    run = f"rel-kill-test-{os.getpid()}"
+    slow = {**tasks[0], "test_cmd": f"echo '=== short test summary info ==='; echo 'PASSED {BANG}'; sleep 30"}
+
+    def kill_when_running() -> None:
+        for _ in range(200):
+            live = _containers(run)
+            if live:
+                time.sleep(1.5)  # past patch application, inside `sleep 30`
+                subprocess.run(["docker", "kill", *live], capture_output=True)
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_when_running)
+    killer.start()
+    grade = grade_patch(Task.from_json(Located("t", 1, slow)), BASE["patch"], GradeConfig(), run)
+    killer.join()
+    assert (grade["status"], grade["reward"]) == ("error", None), grade
+    assert _containers(run) == []
