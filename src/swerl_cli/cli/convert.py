@@ -67,7 +67,7 @@ def _convert(
         records = read_many(inputs or [])
     else:
         if not inputs:
-            raise UsageError("name the files to convert (stdin holds no whole-file formats)")
+            raise UsageError("name the files or directories to convert ('-' reads OpenHands or SFT rows from stdin)")
 
         def converted():
             nonlocal bad
