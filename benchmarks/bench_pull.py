@@ -86,9 +86,11 @@ def main() -> None:
                     "-c",
                     f"head -c {mb}M /dev/urandom > /tmp/bench-layer",
                 )
-                _sh("docker", "start", "-a", cid)
-                _sh("docker", "commit", cid, ref)
-                _sh("docker", "rm", cid)
+                try:
+                    _sh("docker", "start", "-a", cid)
+                    _sh("docker", "commit", cid, ref)
+                finally:
+                    subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
                 _sh("docker", "push", "-q", ref)
                 refs.append(ref)
                 tasks.append(task)

@@ -109,14 +109,16 @@ def test_budget_evicts_least_recently_used_pulled_images_but_not_one_in_use(regi
     for k in range(3):  # three images with a small layer of their own on the toy image
         name = f"{registry.mirror}/evict-{k}:1"
         cid = subprocess.run(
-            ["docker", "create", toy["image"], "bash", "-c", f"head -c 100000 /dev/urandom > /blob{k}"],
+            ["docker", "create", toy["image"], "bash", "-c", f"head -c 100000 /dev/urandom > /tmp/blob{k}"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
-        subprocess.run(["docker", "start", "-a", cid], check=True, capture_output=True)
-        subprocess.run(["docker", "commit", cid, name], check=True, capture_output=True)
-        subprocess.run(["docker", "rm", cid], capture_output=True)
+        try:
+            subprocess.run(["docker", "start", "-a", cid], check=True, capture_output=True)
+            subprocess.run(["docker", "commit", cid, name], check=True, capture_output=True)
+        finally:
+            subprocess.run(["docker", "rm", "-f", cid], capture_output=True)
         subprocess.run(["docker", "push", "-q", name], check=True, capture_output=True)
         subprocess.run(["docker", "rmi", name], check=True, capture_output=True)
         registry.local_tags.append(name)
@@ -137,7 +139,7 @@ def test_budget_evicts_least_recently_used_pulled_images_but_not_one_in_use(regi
         data[refs[0]]["last_used"] = 1.0
         state.write_bytes(orjson.dumps(data))
         assert images.ensure_image(refs[2], budget) == "pulled"
-        assert sb.run("ls /blob0").exit_code == 0
+        assert sb.run("ls /tmp/blob0").exit_code == 0
     assert [_present(r) for r in refs] == [True, False, True]
     assert _present("swerl-base")
     assert any(f"removed 1 least recently used ({refs[1]}), freed" in m for m in logs), logs
