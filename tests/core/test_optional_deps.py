@@ -48,3 +48,15 @@ def test_unknown_modules_and_missing_submodules_of_installed_packages_are_bugs(m
     # yaml is installed: a missing submodule is a version mismatch or a bug, not a package to install
     assert missing_dependency(ModuleNotFoundError("No module named 'yaml.nope'", name="yaml.nope")) is None
     assert missing_dependency(ModuleNotFoundError("No module named 'yaml'", name="yaml")) is not None
+
+
+def test_collect_with_vllm_missing_stops_before_any_episode(monkeypatch):
+    from tests.conftest import EXAMPLES
+
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    res = CliRunner().invoke(app, ["collect", str(EXAMPLES / "tasks.jsonl"), "--policy", "vllm", "--model", "m"])
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == [
+        "swerl collect: this needs vllm, which is not installed: pip install 'swerl[vllm]'"
+    ]
+    assert res.stdout == ""

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import ConfigError, PolicyError
+from swerl_cli.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
@@ -31,10 +31,8 @@ def _require_model_dir(model: str, error: type[Exception]) -> None:
 
 def load_tokenizer(model: str) -> Any:
     """AutoTokenizer for a save_pretrained dir (or a cached hub id), as a one-line PolicyError on failure."""
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise PolicyError("the hf backend needs transformers: pip install 'swerl[train]'") from None
+    from transformers import AutoTokenizer
+
     _require_model_dir(model, PolicyError)
     try:
         return AutoTokenizer.from_pretrained(model)
@@ -70,6 +68,7 @@ class HFPolicy:
     @classmethod
     def from_config(cls, cfg: Any) -> HFPolicy:
         """Built from the collect config."""
+        require_modules("torch", "transformers")  # missing: the run stops before any episode, with the install line
         return cls(cfg.model or "", device=cfg.device, version=cfg.policy_version)
 
     def __init__(self, model: str, *, device: str = "cpu", version: str | None = None):
@@ -95,11 +94,9 @@ class HFPolicy:
     def _load(self) -> None:
         if self._model is not None:
             return
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM
-        except ImportError:
-            raise PolicyError("the hf backend needs torch and transformers: pip install 'swerl[train]'") from None
+        import torch
+        from transformers import AutoModelForCausalLM
+
         self._tok = load_tokenizer(self.model_path)
         try:
             model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)

@@ -12,7 +12,7 @@ import itertools
 import time
 from typing import Any
 
-from swerl_cli.errors import ConfigError, PolicyError
+from swerl_cli.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.hf import load_tokenizer, parse_tool_calls, render_ids
 
@@ -25,6 +25,7 @@ class VLLMPolicy:
     @classmethod
     def from_config(cls, cfg: Any) -> VLLMPolicy:
         """Built from the collect config: the GPU flags first, then any `vllm_engine_args` from YAML."""
+        require_modules("vllm")  # a missing vLLM stops the run before any episode, with its install command
         engine = dict(tensor_parallel_size=cfg.tensor_parallel_size, gpu_memory_utilization=cfg.gpu_memory_utilization)
         engine.update(cfg.vllm_engine_args or {})
         return cls(cfg.model or "", version=cfg.policy_version, engine_kwargs=engine)
@@ -52,11 +53,9 @@ class VLLMPolicy:
         """Build the engine and tokenizer (inside the running event loop: the engine's output task lives there)."""
         if self._engine is not None:
             return
-        try:
-            from vllm.engine.arg_utils import AsyncEngineArgs
-            from vllm.v1.engine.async_llm import AsyncLLM
-        except ImportError:
-            raise PolicyError("the vllm backend needs vLLM on a GPU host: pip install 'swerl[vllm]'") from None
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
         self._tok = load_tokenizer(self.model)
         try:
             self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **self.engine_kwargs))
