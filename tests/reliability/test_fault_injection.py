@@ -35,7 +35,7 @@ TEST_CMD = (
     f"if grep -q 'name.upper' greet/core.py; then echo 'FAILED {KEEP}'; exit 1; else echo 'PASSED {KEEP}'; fi"
 )
 SCRIPT = ["Fixing.\n```command\nsed -i '/name = name.upper()/d' greet/core.py\n```", "Done.\n```command\nsubmit\n```"]
-TASKS, SAMPLES, SYNTHETIC = 10, 4, 160  # 40 collected episodes + 160 written trajectories = 200 graded records
+TASKS, SAMPLES, SYNTHETIC = 6, 4, 176  # 24 collected episodes + 176 written trajectories = 200 graded records
 
 
 @pytest.fixture(scope="module")
