@@ -7,7 +7,7 @@ it; the shared base layer stays local, as it would for SWE-bench images sharing 
 and removed locally. Before each variant the N images are removed again. MB/s counts the unique layers only.
 Each variant runs SWERL_BENCH_PULL_ROUNDS times (default 2), alternating with the others; the best run counts.
 A fourth row runs the same `docker pull`s 4 at a time (xargs -P4): the engine's own ceiling on this machine.
-Sizes: SWERL_BENCH_PULL_N (default 8 images), SWERL_BENCH_PULL_MB (default 16).
+Sizes: SWERL_BENCH_PULL_N (default 16 images), SWERL_BENCH_PULL_MB (default 16).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _rmi(refs: list[str]) -> None:
 
 
 def main() -> None:
-    n = int(os.environ.get("SWERL_BENCH_PULL_N", "8"))
+    n = int(os.environ.get("SWERL_BENCH_PULL_N", "16"))
     mb = int(os.environ.get("SWERL_BENCH_PULL_MB", "16"))
     examples = [json.loads(line) for line in (ROOT / "examples" / "tasks.jsonl").read_text().splitlines() if line]
     with tempfile.TemporaryDirectory(prefix="swerl-bench-pull-") as tmp_s:

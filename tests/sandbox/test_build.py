@@ -83,3 +83,27 @@ def test_repository_from_a_local_directory_or_bundle(tmp_path, images, form: str
         assert sb.run("git rev-parse HEAD").output.strip() == info["base_commit"]
         assert sb.run("git log --all --oneline | wc -l").output.strip() == "1"
         assert sb.run("grep -c FIXED-MARKER calc.py").output.strip() == "0"
+
+
+def test_prune_stale_removes_a_killed_builds_container_and_keeps_a_live_ones() -> None:
+    import os
+    import sys
+
+    from swerl_cli.sandbox.docker import prune_builds
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    names = [
+        f"swerl-build-{dead.stdout.strip()}-{secrets.token_hex(4)}",
+        f"swerl-build-{os.getpid()}-{secrets.token_hex(4)}",
+    ]
+    for name in names:
+        subprocess.run(["docker", "create", "--name", name, "swerl-base", "true"], capture_output=True, check=True)
+    try:
+        removed = prune_builds(stale_only=True)  # what `swerl sandbox prune --stale` adds for builds
+        assert names[0] in removed
+        assert names[1] not in removed
+        left = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout
+        assert names[1] in left.split()
+        assert names[0] not in left.split()
+    finally:
+        subprocess.run(["docker", "rm", "-f", *names], capture_output=True)

@@ -13,8 +13,8 @@ app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 
 @app.command(
     "prune",
-    help="Remove leftover swerl containers (label swerl.managed=1), optionally of one run only; with --ray on every "
-    "node of the cluster (each node's own Docker engine).",
+    help="Remove leftover swerl containers (label swerl.managed=1, and `tasks build` containers named swerl-build-*), "
+    "optionally of one run only; with --ray on every node of the cluster (each node's own Docker engine).",
 )
 @boundary("sandbox prune")
 def _prune(

@@ -238,6 +238,26 @@ def prune(run_id: str | None = None, *, only_this_process: bool = False, stale_o
         with contextlib.suppress(Exception):
             c.remove(force=True)
             removed.append(c.name)
+    if run_id is None:
+        removed += prune_builds(only_this_process=only_this_process, stale_only=stale_only)
+    return removed
+
+
+def prune_builds(*, only_this_process: bool = False, stale_only: bool = False) -> list[str]:
+    """Remove `tasks build` containers (named swerl-build-PID-*: they carry no labels, or the images built in
+    them would inherit them); `stale_only` keeps those whose building process is alive."""
+    import os
+
+    removed = []
+    for c in docker_client().containers.list(all=True, filters={"name": "swerl-build-"}):
+        m = re.fullmatch(r"swerl-build-(\d+)-[0-9a-f]+", c.name)
+        if m is None or (only_this_process and m.group(1) != str(os.getpid())):
+            continue
+        if stale_only and _owner_alive(m.group(1)):
+            continue
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
+            removed.append(c.name)
     return removed
 
 
