@@ -66,7 +66,7 @@ def _mine(
     stats = MineStats()
     progress = Progress(
         TextColumn("mine"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-        console=err_console, transient=True,
+        console=err_console, transient=True, disable=not err_console.is_terminal,
     )  # fmt: skip
     bar = progress.add_task("", total=None)
 
