@@ -195,7 +195,8 @@ def import_row(
     row.setdefault("test_files", files)
     cmd, parser = _test_cmd(row, kind, files, install)
     if not row.get("test_cmd"):
-        conda = CONDA if kind != "swe-smith" and row["image"].split("/")[0] in CONDA_NAMESPACES else ""
+        # SWE-bench-style images (and every SWE-smith image) hold the environment as the conda env `testbed`
+        conda = CONDA if kind == "swe-smith" or row["image"].split("/")[0] in CONDA_NAMESPACES else ""
         row["test_cmd"] = conda + cmd
     row.setdefault("log_parser", install.get("log_parser") or parser)
     if kind == "swe-smith" and isinstance(row.get("patch"), str) and "bug_patch" not in row:

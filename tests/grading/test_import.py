@@ -149,7 +149,7 @@ def test_import_swe_smith_rebench_and_gym_rows(tmp_path) -> None:
     assert res.returncode == 0, res.stderr.decode()
     smith, rebench, g = [orjson.loads(line) for line in res.stdout.splitlines()]
     assert smith["image"] == SMITH["image_name"]
-    assert smith["test_cmd"] == (
+    assert smith["test_cmd"] == CONDA + (
         "pytest --disable-warnings --color=no --tb=no --verbose pandas/tests/test_a.py pandas/tests/test_b.py"
     )
     assert smith["FAIL_TO_PASS"][1] == "pandas/tests/test_a.py::test_p[assert"  # truncated ids kept verbatim
