@@ -227,3 +227,18 @@ def test_converted_trajectory_with_its_task_grades_directly(tmp_path: Path) -> N
     assert rec["id"] == f"{task['instance_id']}/swe-agent/0"
     assert rec["grade"]["status"] == "resolved"
     assert rec["source"]["format"] == "swe-agent"  # the converter's fields pass through grade
+
+
+def test_actions_keep_leaves_the_source_calls_and_exit_statuses_map() -> None:
+    from swerl_cli.convert.common import map_exit_status
+
+    (rec,) = convert_paths([str(FIX / "swerl-examples__memo-1.traj")], rewrite=False)
+    names = [c["function"]["name"] for c in rec["messages"][2]["tool_calls"]]
+    assert names == ["bash", "str_replace_editor", "bash"]
+    assert rec["policy"]["actions"] == {
+        "rewritten": 0,
+        "kept": 4,
+        "foreign_tools": ["bash", "str_replace_editor", "submit"],
+    }
+    got = [map_exit_status(s) for s in ("submitted (exit_context)", "exit_format", "TimeExceeded", "exit_api", "new")]
+    assert got == ["context_limit", "format_errors", "timeout", "error", "error"]
