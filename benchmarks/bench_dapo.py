@@ -2,14 +2,18 @@
 
 Batch: 4 groups x 8 graded multi-turn trajectories (prompt ~256 tokens, 1-6 turns of actions + observations, lengths
 vary), all groups mixed so every sample is kept; 8 trajectories per optimizer step -> 4 steps. Model: the tiny
-tokenizer with a hidden-256 x 4-layer Qwen2 body (compute-bound on CPU), fp32.
-- swerl: `swerl dapo` in a subprocess; timed from its summary: theta_old pass + optimizer steps (packed rows,
-  DeepSpeed ZeRO-2).
+tokenizer with a hidden-256 x 4-layer Qwen2 body (compute-bound on CPU), fp32. The records carry the model's exact
+logprobs as the sampler's (as an fp32 vLLM sampler gives), so step 1 is on-policy on both sides.
+- swerl: `swerl dapo` in a subprocess, `--old-logprobs sampler` (no second forward) and `trainer` (a no-grad
+  theta_old pass first); per-step times from its metrics (packed rows, per-document attention, ZeRO-2).
 - TRL: the same steps (same samples per step) through `GRPOTrainer.compute_loss` with loss_type="dapo",
   epsilon 0.2 / epsilon_high 0.3, beta 0, on padded prompt/completion tensors (observations masked by
   completion_mask), then backward, clip 1.0 and AdamW; GRPOTrainer generates its own rollouts, so the update is
-  driven directly on the given batch. TRL reuses the current logprobs as pi_old on the first pass (no extra pass).
-Both runs print their first-step loss: they must agree (same objective, on-policy step 1).
+  driven directly on the given batch. Configured fairly: `bf16=False` (this CPU has no native bf16; TRL's default
+  emulates it), no gradient checkpointing. TRL reuses the current logprobs as pi_old on the first pass (no extra
+  pass). Each step is timed around loss + backward + clip + AdamW (setup excluded).
+Both runs print their first-step loss: they must agree (same objective, on-policy step 1). Achieved FLOP/s
+(benchmarks/flops.py, useful model FLOPs only) is printed as a share of the measured fp32 matmul peak.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ tok = AutoTokenizer.from_pretrained(model_dir)
 model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa", dtype=torch.float32)
 cfg = GRPOConfig(output_dir=out, loss_type="dapo", epsilon=0.2, epsilon_high=0.3, beta=0.0, use_cpu=True,
                  per_device_train_batch_size=8, num_generations=8, learning_rate=1e-6, weight_decay=0.1,
-                 max_grad_norm=1.0, report_to=[], save_strategy="no", disable_tqdm=True)
+                 max_grad_norm=1.0, report_to=[], save_strategy="no", disable_tqdm=True,
+                 bf16=False, gradient_checkpointing=False)
 trainer = GRPOTrainer(model=model, args=cfg, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
                       train_dataset=Dataset.from_list([{"prompt": "x"}] * 8), processing_class=tok)
 trainer.current_gradient_accumulation_steps = 1
@@ -47,8 +52,9 @@ def padded(rows, left, fill=None):
     n, fill = max(len(r) for r in rows), pad if fill is None else fill
     ids = [([fill] * (n - len(r)) + r) if left else (r + [fill] * (n - len(r))) for r in rows]
     return torch.tensor(ids)
-losses, t0 = [], time.perf_counter()
+losses, times = [], []
 for step in steps:
+    t0 = time.perf_counter()
     prompts = [s["prompt"] for s in step]; comps = [s["completion"] for s in step]; masks = [s["mask"] for s in step]
     inputs = {
         "prompt_ids": padded(prompts, True), "prompt_mask": padded([[1] * len(p) for p in prompts], True, 0),
@@ -60,20 +66,27 @@ for step in steps:
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step(); opt.zero_grad()
+    times.append(time.perf_counter() - t0)
     losses.append(float(loss))
-print(json.dumps({"seconds": time.perf_counter() - t0, "first_loss": losses[0], "steps": len(losses)}))
+print(json.dumps({"step_s": times, "first_loss": losses[0], "steps": len(losses),
+                  "config": {"bf16": cfg.bf16, "gradient_checkpointing": cfg.gradient_checkpointing,
+                             "loss_type": cfg.loss_type, "per_device_train_batch_size": 8}}))
 """
 
 
-def _build(work: Path) -> tuple[Path, Path]:
-    """Bench model (tiny tokenizer, hidden 256 x 4 layers) and 32 graded trajectories with token ids."""
-    from transformers import AutoTokenizer
+def _build(work: Path) -> tuple[Path, Path, list[int]]:
+    """Bench model (tiny tokenizer, hidden 256 x 4 layers), 32 graded trajectories with exact logprobs, lengths."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from swerl_cli.records import Located
+    from swerl_cli.training.data import trajectory_to_sample
     from swerl_cli.training.tiny import build_tiny_model
 
     # A compute-bound size (hidden 256, 4 layers) built through the same code as the tiny test model.
     model_dir = build_tiny_model(work / "model", hidden_size=256, num_layers=4, intermediate_size=1024)
     vocab_size = len(AutoTokenizer.from_pretrained(model_dir))
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa")
     sys.path.insert(0, str(ROOT))
     from tests.dapo.records import graded
 
@@ -82,24 +95,36 @@ def _build(work: Path) -> tuple[Path, Path]:
     def ids(n: int) -> list[int]:
         return [rng.randrange(5, vocab_size - 3) for _ in range(n)]
 
-    recs = []
+    recs, lengths = [], []
     for g in range(GROUPS):
         prompt = ids(256)
         for s in range(G):
             turns = 1 + (g * G + s) * 5 % 6
-            recs.append(
-                graded(
-                    f"task{g}",
-                    s,
-                    resolved=s % 3 == 0,
-                    turns=turns,
-                    prompt=prompt,
-                    token_ids=[ids(rng.randint(20, 120)) for _ in range(turns)],
-                )
+            rec = graded(
+                f"task{g}",
+                s,
+                resolved=s % 3 == 0,
+                turns=turns,
+                prompt=prompt,
+                token_ids=[ids(rng.randint(20, 120)) for _ in range(turns)],
             )
+            # the sampler's logprobs = the model's own (an exact fp32 sampler): step 1 is on-policy
+            sample = trajectory_to_sample(Located("bench", 0, rec), None, mask_format_errors=False)
+            with torch.no_grad():
+                x = torch.tensor([sample.input_ids])
+                lp = torch.log_softmax(model(input_ids=x, use_cache=False).logits[0, :-1].float(), dim=-1)
+                token_lp = lp.gather(1, x[0, 1:, None]).squeeze(1).tolist()
+            pos = len(rec["turns"][0]["prompt_token_ids"])
+            for k, turn in enumerate(rec["turns"]):
+                if k > 0:
+                    pos += len(turn["delta_token_ids"])
+                turn["logprobs"] = token_lp[pos - 1 : pos - 1 + len(turn["token_ids"])]
+                pos += len(turn["token_ids"])
+            recs.append(rec)
+            lengths.append(len(sample))
     data = work / "graded.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    return model_dir, data
+    return model_dir, data, lengths
 
 
 def _trl_steps(data: Path, summary: dict, work: Path) -> Path:
@@ -143,33 +168,25 @@ def _run(cmd: list[str]) -> str:
     return p.stdout.decode().strip().splitlines()[-1]
 
 
+def _swerl(data: Path, model_dir: Path, out: Path, old_logprobs: str) -> tuple[dict, list[dict]]:
+    cmd = [sys.executable, "-m", "swerl_cli", "dapo", str(data), "--model", str(model_dir), "--output", str(out)]
+    cmd += ["--batch-size", str(BATCH), "--no-carry-optimizer", "--old-logprobs", old_logprobs]
+    summary = json.loads(_run(cmd))
+    return summary, [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+
+
 def main() -> None:
-    """Print seconds per update (and per optimizer step) of both and the TRL/swerl ratio."""
+    """Print seconds per update and per optimizer step of both, FLOP/s shares, and the TRL/swerl ratio."""
+    from benchmarks.flops import matmul_peak, model_flops
+
+    threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     with tempfile.TemporaryDirectory(prefix="bench-dapo-") as tmp:
         work = Path(tmp)
-        model_dir, data = _build(work)
-        summary = json.loads(
-            _run(
-                [
-                    sys.executable,
-                    "-m",
-                    "swerl_cli",
-                    "dapo",
-                    str(data),
-                    "--model",
-                    str(model_dir),
-                    "--output",
-                    str(work / "out"),
-                    "--batch-size",
-                    str(BATCH),
-                    "--no-carry-optimizer",
-                ]
-            )
-        )
-        t = summary["timing"]
-        swerl_steps = t["steps_s"]
-        swerl_update = t["steps_s"] + t["old_logprob_pass_s"]
-        first = json.loads((work / "out" / "metrics.jsonl").read_text().splitlines()[0])["loss"]
+        model_dir, data, lengths = _build(work)
+        peak = matmul_peak(threads)
+        flops = model_flops(model_dir, lengths)
+        summary, fast = _swerl(data, model_dir, work / "sampler", "sampler")
+        summary_t, slow = _swerl(data, model_dir, work / "trainer", "trainer")
         trl = json.loads(
             _run(
                 [
@@ -178,20 +195,33 @@ def main() -> None:
                     TRL_SCRIPT,
                     str(model_dir),
                     str(_trl_steps(data, summary, work)),
-                    str(work / "trl"),
+                    str(work / "t"),
                 ]
             )
         )
     n = summary["steps"]
-    print(f"DAPO update, {GROUPS}x{G} trajectories, {summary['tokens']} action tokens, {n} optimizer steps (CPU fp32)")
-    print(f"{'trainer':<34}{'s/update':>10}{'s/step':>10}{'first loss':>13}")
-    print(f"{'swerl dapo (steps only)':<34}{swerl_steps:>10.2f}{swerl_steps / n:>10.3f}{first:>13.5f}")
-    print(f"{'swerl dapo (+ theta_old pass)':<34}{swerl_update:>10.2f}{swerl_update / n:>10.3f}")
+    s_fast = sum(m["step_s"] for m in fast)
+    s_slow = sum(m["step_s"] for m in slow) + summary_t["timing"]["old_logprob_pass_s"]
+    s_trl = sum(trl["step_s"])
     print(
-        f"{'TRL GRPOTrainer loss_type=dapo':<34}{trl['seconds']:>10.2f}{trl['seconds'] / n:>10.3f}"
-        f"{trl['first_loss']:>13.5f}"
+        f"DAPO update, {GROUPS}x{G} trajectories, {sum(lengths)} tokens ({summary['tokens']} action tokens), {n} "
+        f"optimizer steps, CPU fp32, {threads} threads; fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; "
+        f"model FLOPs {flops / 1e12:.3f} T"
     )
+    print("swerl: packed rows, per-document attention (packed_sdpa), fused logprob head on action tokens, ZeRO-2")
+    print(f"TRL:   GRPOTrainer.compute_loss {json.dumps(trl['config'])}, padded prompt/completion batches, sdpa")
+    print(f"{'trainer':<36}{'s/update':>10}{'s/step':>9}{'GFLOP/s':>9}{'% peak':>8}{'first loss':>13}")
+    rows = [
+        ("swerl dapo --old-logprobs sampler", s_fast, fast[0]["loss"]),
+        ("swerl dapo --old-logprobs trainer", s_slow, slow[0]["loss"]),
+        ("TRL GRPOTrainer loss_type=dapo", s_trl, trl["first_loss"]),
+    ]
+    for name, secs, first in rows:
+        print(
+            f"{name:<36}{secs:>10.2f}{secs / n:>9.3f}{flops / secs / 1e9:>9.2f}{100 * flops / secs / peak:>7.1f}%"
+            f"{first:>13.5f}"
+        )
     print(
-        f"ratio TRL / swerl: {trl['seconds'] / swerl_steps:.2f}x (steps only), "
-        f"{trl['seconds'] / swerl_update:.2f}x (with the theta_old pass)"
+        f"ratio TRL / swerl time per update: {s_trl / s_fast:.2f}x (sampler logprobs, no second forward), "
+        f"{s_trl / s_slow:.2f}x (with the theta_old pass); target >= 1.5x"
     )

@@ -1,9 +1,12 @@
-"""`swerl rft` training tokens/s vs TRL `SFTTrainer(assistant_only_loss=True)`: same model, data, steps, machine.
+"""`swerl rft` training tokens/s vs TRL `SFTTrainer(assistant_only_loss=True)` configured fairly, same model/data/steps.
 
-The model is the tiny tokenizer with a larger Qwen2 body (hidden 256, 4 layers) so the run is compute-bound. Data: 64
-multi-turn trajectories of 1-12 turns (lengths vary, so padding matters). Both train 8 sequences per step for
-SWERL_BENCH_RFT_STEPS steps (default 4) in fp32 on CPU; each runs in a fresh subprocess whose peak RSS is recorded.
-tokens/s counts real (non-padding) tokens of the sequences trained, over the training loop's wall time.
+The model is the tiny tokenizer with a larger Qwen2 body (hidden 256, 4 layers) so the run is compute-bound. Data:
+STEPS x 8 multi-turn trajectories of 1-12 turns (lengths vary), the same set for both, 8 sequences per optimizer
+step. TRL runs the way a competent user runs it on a CPU without native bf16: fp32 (`bf16=False`), no gradient
+checkpointing, `padding_free=True` (one packed row per step, no padding). swerl packs each step into one row too
+(`--micro-batch-tokens` above a step's tokens). Both time each optimizer step inside the trainer (model load, data
+preparation and export excluded) and each runs in a fresh subprocess whose peak RSS is recorded. Achieved FLOP/s
+(benchmarks/flops.py: useful model FLOPs only) is printed as a share of this machine's measured fp32 matmul peak.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = int(os.environ.get("SWERL_BENCH_RFT_STEPS", "4"))
 BATCH = 8
+THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))
 
 TRL_SCRIPT = r"""
 import json, sys, time
 from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import SFTConfig, SFTTrainer
 model_dir, data, out, steps, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 rows = [json.loads(l) for l in open(data)]
@@ -31,12 +35,19 @@ tok = AutoTokenizer.from_pretrained(model_dir)
 model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa")
 cfg = SFTConfig(output_dir=out, assistant_only_loss=True, per_device_train_batch_size=batch, max_steps=steps,
                 learning_rate=5e-4, use_cpu=True, report_to=[], save_strategy="no", logging_steps=1000,
-                max_length=None, dataloader_num_workers=0, seed=0, disable_tqdm=True)
-trainer = SFTTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok)
+                max_length=None, dataloader_num_workers=0, seed=0, disable_tqdm=True,
+                bf16=False, gradient_checkpointing=False, padding_free=True)
+class StepTimer(TrainerCallback):
+    def __init__(self): self.times, self.t0 = [], None
+    def on_step_begin(self, args, state, control, **kw): self.t0 = time.perf_counter()
+    def on_step_end(self, args, state, control, **kw): self.times.append(time.perf_counter() - self.t0)
+timer = StepTimer()
+trainer = SFTTrainer(model=model, args=cfg, train_dataset=ds, processing_class=tok, callbacks=[timer])
 lengths = [len(x) for x in trainer.train_dataset["input_ids"]]
-t0 = time.perf_counter(); trainer.train(); dt = time.perf_counter() - t0
-seen = sum(lengths[: steps * batch]) if steps * batch <= len(lengths) else sum(lengths) * steps * batch / len(lengths)
-print(json.dumps({"tokens": seen, "seconds": dt}))
+trainer.train()
+print(json.dumps({"tokens": sum(lengths), "step_s": timer.times,
+                  "config": {k: getattr(cfg, k) for k in ("bf16", "gradient_checkpointing", "padding_free",
+                                                          "per_device_train_batch_size", "max_steps")}}))
 """
 
 RSS_WRAPPER = (
@@ -47,8 +58,8 @@ RSS_WRAPPER = (
 )
 
 
-def _build(work: Path) -> tuple[Path, Path]:
-    """The bench model (tiny tokenizer, hidden 256 x 4 layers) and 64 trajectories with token ids."""
+def _build(work: Path) -> tuple[Path, Path, list[int]]:
+    """The bench model (tiny tokenizer, hidden 256 x 4 layers), STEPS x BATCH trajectories and their lengths."""
     from transformers import AutoTokenizer
 
     from swerl_cli.training.tiny import build_tiny_model
@@ -59,12 +70,17 @@ def _build(work: Path) -> tuple[Path, Path]:
     # A compute-bound size (hidden 256, 4 layers) built through the same code as the tiny test model.
     model_dir = build_tiny_model(work / "model", hidden_size=256, num_layers=4, intermediate_size=1024)
     tok = AutoTokenizer.from_pretrained(model_dir)
-    recs = [make_trajectory(tok, i, n_turns=1 + (i * 7) % 12) for i in range(64)]
-    return model_dir, write_jsonl(work / "traj.jsonl", recs)
+    recs = [make_trajectory(tok, i, n_turns=1 + (i * 7) % 12) for i in range(STEPS * BATCH)]
+    lengths = []
+    for r in recs:
+        turns = r["turns"]
+        n = len(turns[0]["prompt_token_ids"]) + sum(len(t["token_ids"]) for t in turns)
+        lengths.append(n + sum(len(t["delta_token_ids"] or []) for t in turns[1:]))
+    return model_dir, write_jsonl(work / "traj.jsonl", recs), lengths
 
 
 def _run(cmd: list[str]) -> tuple[str, int]:
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"), "DS_ACCELERATOR": "cpu"}
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "DS_ACCELERATOR": "cpu"}
     p = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *cmd], capture_output=True, env=env, cwd=ROOT)
     out = p.stdout.decode().strip().splitlines()
     if len(out) < 2 or out[0] == "FAILED":
@@ -73,53 +89,50 @@ def _run(cmd: list[str]) -> tuple[str, int]:
 
 
 def main() -> None:
-    """Print tokens/s and peak RSS of both trainers and the swerl/TRL ratio."""
+    """Print tokens/s, FLOP/s share of the matmul peak and peak RSS of both trainers, and the swerl/TRL ratio."""
+    from benchmarks.flops import matmul_peak, model_flops
+
     with tempfile.TemporaryDirectory(prefix="bench-rft-") as tmp:
         work = Path(tmp)
-        model_dir, data = _build(work)
-        args = [
-            "--batch-size",
-            str(BATCH),
-            "--max-steps",
-            str(STEPS),
-            "--lr",
-            "5e-4",
-            "--warmup-steps",
-            "0",
-            "--max-seq-len",
-            "8192",
-            "--no-shuffle",
-        ]
-        _, rss_swerl = _run(
-            [
-                sys.executable,
-                "-m",
-                "swerl_cli",
-                "rft",
-                str(data),
-                "--model",
-                str(model_dir),
-                "--output",
-                str(work / "swerl"),
-                *args,
-            ]
-        )
-        metrics = [json.loads(x) for x in (work / "swerl" / "metrics.jsonl").read_text().splitlines()]
+        model_dir, data, lengths = _build(work)
+        peak = matmul_peak(THREADS)
+        flops = model_flops(model_dir, lengths)
+        swerl_args = ["--batch-size", str(BATCH), "--max-steps", str(STEPS), "--lr", "5e-4", "--warmup-steps", "0"]
+        swerl_args += ["--max-seq-len", "16384", "--micro-batch-tokens", "65536", "--no-shuffle"]
+        out = work / "swerl"
+        cmd = [sys.executable, "-m", "swerl_cli", "rft", str(data), "--model", str(model_dir), "--output", str(out)]
+        _, rss_swerl = _run([*cmd, *swerl_args])
+        metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
         swerl_tokens = sum(m["tokens"] for m in metrics)
-        swerl_s = sum(m["tokens"] / m["tokens_per_s"] for m in metrics)
+        swerl_steps = [m["step_s"] for m in metrics]
         trl_out, rss_trl = _run(
             [sys.executable, "-c", TRL_SCRIPT, str(model_dir), str(data), str(work / "trl"), str(STEPS), str(BATCH)]
         )
         trl = json.loads(trl_out)
+    if swerl_tokens != trl["tokens"]:  # TRL renders messages with the template, swerl reads the recorded ids
+        print(f"note: token counts differ (swerl {swerl_tokens}, TRL {trl['tokens']}); each side's own count is used")
+    print(
+        f"RFT, {STEPS} steps x {BATCH} sequences, {sum(lengths)} tokens, CPU fp32, {THREADS} threads; "
+        f"fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; model FLOPs {flops / 1e12:.3f} T"
+    )
+    print("swerl: packed rows, per-document attention (packed_sdpa), fused logprob head on trainable tokens, ZeRO-2")
+    print(f"TRL:   SFTTrainer {json.dumps(trl['config'])}, attn sdpa (block mask from position_ids)")
+    head = f"{'trainer':24} {'tokens':>7} {'train s':>8} {'tokens/s':>9} {'GFLOP/s':>8} {'% peak':>7}"
+    print(f"{head} {'peak RSS MiB':>13}  per-step s")
     rows = [
-        ("swerl rft (packed, ZeRO-2)", swerl_tokens, swerl_s, rss_swerl),
-        ("TRL SFTTrainer (assistant_only_loss)", trl["tokens"], trl["seconds"], rss_trl),
+        ("swerl rft", swerl_tokens, swerl_steps, rss_swerl),
+        ("TRL SFTTrainer (fair)", trl["tokens"], trl["step_s"], rss_trl),
     ]
-    print(f"{'trainer':40} {'tokens':>8} {'train s':>8} {'tokens/s':>9} {'peak RSS MiB':>13}")
-    for name, tokens, secs, rss in rows:
-        print(f"{name:40} {tokens:8.0f} {secs:8.2f} {tokens / secs:9.0f} {rss / 1024:13.0f}")
-    ratio = (swerl_tokens / swerl_s) / (trl["tokens"] / trl["seconds"])
-    print(f"ratio swerl/TRL tokens/s: {ratio:.2f}x (target >= 1.5x); {STEPS} steps x {BATCH} sequences")
+    for name, tokens, steps, rss in rows:
+        secs = sum(steps)
+        per = " ".join(f"{s:.2f}" for s in steps)
+        work = flops * tokens / sum(lengths)
+        print(
+            f"{name:24} {tokens:7d} {secs:8.2f} {tokens / secs:9.0f} {work / secs / 1e9:8.2f} "
+            f"{100 * work / secs / peak:6.1f}% {rss / 1024:13.0f}  {per}"
+        )
+    ratio = (swerl_tokens / sum(swerl_steps)) / (trl["tokens"] / sum(trl["step_s"]))
+    print(f"ratio swerl/TRL tokens/s: {ratio:.2f}x (target >= 1.5x)")
 
 
 if __name__ == "__main__":

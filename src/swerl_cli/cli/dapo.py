@@ -48,6 +48,16 @@ def _dapo(
     micro_batch_tokens: Annotated[int | None, _opt("Token budget of one packed forward/backward.")] = None,
     max_seq_len: Annotated[int | None, _opt("Longest trajectory sequence accepted, in tokens.")] = None,
     zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3).")] = None,
+    offload: Annotated[bool | None, _opt("Offload optimizer state (and ZeRO-3 params) to CPU memory.")] = None,
+    gradient_checkpointing: Annotated[bool | None, _opt("Recompute activations in backward.")] = None,
+    dtype: Annotated[str | None, _opt("auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")] = None,
+    attn_implementation: Annotated[
+        str | None,
+        _opt("Attention over packed rows: auto, packed_sdpa, flash_attention_2 (per document), or sdpa/eager (dense)."),
+    ] = None,
+    sequence_parallel: Annotated[
+        int | None, _opt("Ulysses sequence parallelism: split each sequence over N ranks (divides the world size).")
+    ] = None,
     seed: Annotated[int | None, _opt("Seed for the step split and the engine.")] = None,
     carry_optimizer: Annotated[
         bool | None, _opt("Load/save AdamW state beside the checkpoints so it persists across iterations.")
@@ -68,12 +78,13 @@ def _dapo(
     from swerl_cli.training import dist
     from swerl_cli.training.dapo import run_dapo
     from swerl_cli.training.dapo_config import DapoConfig
+    from swerl_cli.training.train_config import field_names
 
     if not model or not output:
         raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
     if Path(output).resolve() != Path(model).resolve():  # output == model has its own message below
         check_checkpoint_dir(output, overwrite=overwrite)
-    flags = {k: v for k, v in locals().items() if k in DapoConfig.__slots__}
+    flags = {k: v for k, v in locals().items() if k in field_names(DapoConfig)}
     cfg = resolve_config(DapoConfig, config, **flags)
     if dist.world_size() > 1 and (not inputs or "-" in inputs):
         raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")

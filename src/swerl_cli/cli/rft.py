@@ -52,7 +52,13 @@ def _rft(
     offload: Annotated[bool | None, _opt("Offload optimizer state (and ZeRO-3 params) to CPU memory.")] = None,
     gradient_checkpointing: Annotated[bool | None, _opt("Recompute activations in backward.")] = None,
     dtype: Annotated[str | None, _opt("auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")] = None,
-    attn_implementation: Annotated[str | None, _opt("transformers attention: sdpa, flash_attention_2, eager.")] = None,
+    attn_implementation: Annotated[
+        str | None,
+        _opt("Attention over packed rows: auto, packed_sdpa, flash_attention_2 (per document), or sdpa/eager (dense)."),
+    ] = None,
+    sequence_parallel: Annotated[
+        int | None, _opt("Ulysses sequence parallelism: split each sequence over N ranks (divides the world size).")
+    ] = None,
     save_every: Annotated[int | None, _opt("Resumable DeepSpeed checkpoint every N steps (0: none).")] = None,
     resume: Annotated[bool | None, _opt("Continue from the last checkpoint under OUTPUT/ds_checkpoints.")] = None,
     metrics: Annotated[str | None, _opt("Metrics JSONL path (default OUTPUT/metrics.jsonl).")] = None,
@@ -64,8 +70,9 @@ def _rft(
     from swerl_cli.training import dist
     from swerl_cli.training.rft import run_rft
     from swerl_cli.training.rft_config import RftConfig
+    from swerl_cli.training.train_config import field_names
 
-    flags = {k: v for k, v in locals().items() if k in RftConfig.__slots__}
+    flags = {k: v for k, v in locals().items() if k in field_names(RftConfig)}
     cfg = resolve_config(RftConfig, config, **flags)
     if dist.world_size() > 1 and (not inputs or "-" in inputs):
         raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")

@@ -109,6 +109,16 @@ def plan_steps(
     return plans
 
 
+def rank_micro_batches(plan: StepPlan, samples: list[Sample], dp_rank: int, pad_token_id: int) -> list[PackedBatch]:
+    """This data-parallel rank's packed micro-batches of one step, padded with empty rows to the step's count.
+
+    Every rank runs `plan.n_micro` forward/backward passes (ZeRO's collectives run per pass), whatever its share:
+    a rank with fewer micro-batches, or none at all, runs fully masked 1-token rows that add nothing to the loss.
+    """
+    mine = [collate([samples[i] for i in mb], pad_token_id) for mb in plan.micro[dp_rank]]
+    return mine + [collate([], pad_token_id) for _ in range(plan.n_micro - len(mine))]
+
+
 @dataclass(slots=True)
 class PackedBatch:
     """One packed row. Tensors are (1, T); `sample_index[0, t]` says which of `samples` token t belongs to."""

@@ -30,7 +30,9 @@ from swerl_cli.errors import ConfigError, InputError
 from swerl_cli.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.advantages import Selection, select_samples
+from swerl_cli.training.batching import StepPlan, plan_steps
 from swerl_cli.training.dapo_config import DapoConfig
+from swerl_cli.training.loop import MetricsLog, run_steps
 
 Log = Callable[[str], None]
 OPTIMIZER_STATE_DIR = "optimizer_state"  # DeepSpeed checkpoint (AdamW moments) saved inside checkpoint k+1
@@ -78,46 +80,45 @@ def run_dapo(
         return _run_dapo(records, model, output, cfg, metrics_path, say)
 
 
-def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], dict[int, float], int]:
-    """Kept graded records -> training samples (all action tokens trainable), advantages keyed by sample object."""
+def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], int]:
+    """Kept graded records -> training samples (all action tokens trainable), each carrying its advantage."""
     from swerl_cli.training.data import DataStats, fit_length, trajectory_to_sample
     from swerl_cli.training.engine import load_tokenizer
 
     tok = load_tokenizer(model)
     stats = DataStats()
-    samples, adv = [], {}
+    samples = []
     for s in sel.samples:
         # RL trains every action token, format errors included (the paper masks them only in RFT).
         sample = trajectory_to_sample(s.loc, tok, mask_format_errors=False, stats=stats)
         fit_length(sample, cfg.max_seq_len, "error")
         if cfg.old_logprobs == "sampler" and not sample.has_logprobs:
             raise s.loc.error("turns", "no sampler logprobs recorded: pass --old-logprobs trainer to recompute pi_old")
+        sample.advantage = s.advantage
         samples.append(sample)
-        adv[id(sample)] = s.advantage
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    return samples, adv, pad
+    return samples, pad
 
 
 def _run_dapo(
     records: Iterable[Located], model: str, output: str, cfg: DapoConfig, metrics_path: str | None, log: Log
 ) -> dict[str, Any] | None:
-    from swerl_cli.training.batching import collate, plan_steps
     from swerl_cli.training.engine import EngineConfig, TrainEngine
 
     sel = select_samples(records, cfg)
     c = sel.counts
     if c["samples"] == 0:
         raise InputError(None, None, None, f"no gradeable trajectories ({c['records']} records read, all excluded)")
-    samples, adv_of, pad = _load_kept(sel, model, cfg)
+    samples, pad = _load_kept(sel, model, cfg)
     dist.ensure_dist_env()
-    rank, world = dist.rank(), dist.world_size()
+    world = dist.world_size()
     out = Path(output)
     partial = out.with_name(out.name + ".partial")
     if dist.is_main() and partial.exists():
         shutil.rmtree(partial)
     plans = plan_steps(
         samples,
-        world_size=world,
+        world_size=max(1, world // cfg.sequence_parallel),  # data-parallel shares: an SP group trains one
         micro_batch_tokens=max(cfg.micro_batch_tokens, max((len(s) for s in samples), default=1)),
         batch_size=cfg.batch_size,
         seed=cfg.seed,
@@ -135,58 +136,66 @@ def _run_dapo(
     metrics_file = Path(metrics_path) if metrics_path else partial / "metrics.jsonl"
     prev_diff = previous_logprob_diff(model)
     carried = _load_optimizer_state(engine, model, cfg, world, log)
-    fh = None
+    metrics_log: MetricsLog | None = None
     try:
-        if dist.is_main():
-            metrics_file.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(metrics_file, "w")  # closed in finally
+        metrics_log = MetricsLog(metrics_file, kind="dapo")
         t0 = time.perf_counter()
-        diff_by_step = _old_logprob_pass(engine, plans, samples, rank, pad, cfg)
+        # pi_old: recomputed in a no-grad pass (trainer), or the sampler's logprobs used as recorded (sampler: no
+        # second forward; the sampler-vs-trainer gap is then measured on the first step's forward, under theta_old).
+        diff_by_step = _old_logprob_pass(engine, plans, samples, pad, cfg) if cfg.old_logprobs == "trainer" else []
         timing["old_logprob_pass_s"] = time.perf_counter() - t0
         total = {"tokens": 0.0, "ratio_sum": 0.0, "clip_low": 0.0, "clip_high": 0.0, "loss_sum": 0.0}
-        ratio_max, ratio_min = -math.inf, math.inf
+        extremes = {"max": -math.inf, "min": math.inf}
         iter_tokens = float(sum(p.n_trainable for p in plans))
-        last: dict[str, Any] = {}
-        t_run = time.perf_counter()
-        for plan in plans:
-            mine = [collate([samples[i] for i in mb], pad) for mb in plan.micro[rank]]
-            mine += [collate([], pad)] * (plan.n_micro - len(mine))
+        step_extremes: list[float] = []
+
+        def loss_for(plan: StepPlan) -> Any:
             norm = float(plan.n_trainable) if cfg.token_norm == "step" else iter_tokens
-            extremes: list[float] = []
-            t0 = time.perf_counter()
-            s = engine.train_step(mine, _loss_fn(adv_of, cfg, norm, extremes))
-            dt = time.perf_counter() - t0
-            hi, lo = _reduce_extremes(extremes, engine.device)
-            ratio_max, ratio_min = max(ratio_max, hi), min(ratio_min, lo)
+            step_extremes.clear()
+            measure = cfg.old_logprobs == "sampler" and plan.index == 0
+            return _loss_fn(cfg, norm, step_extremes, measure_gap=measure)
+
+        def metrics_for(plan: StepPlan, s: dict[str, float], dt: float) -> dict[str, Any]:
+            hi, lo = _reduce_extremes(step_extremes, engine.device)
+            extremes["max"], extremes["min"] = max(extremes["max"], hi), min(extremes["min"], lo)
             for k in total:
                 total[k] += s[k]
-            step_adv = [adv_of[id(samples[i])] for r in plan.micro for mb in r for i in mb]
+            if cfg.old_logprobs == "sampler" and plan.index == 0:
+                diff_by_step.append(s["gap_sum"] / s["gap_n"] if s.get("gap_n") else None)
+            step_adv = [samples[i].advantage for r in plan.micro for mb in r for i in mb]
             n = max(s["tokens"], 1.0)
-            last = {
-                "step": plan.index + 1,
+            return {
                 "loss": s["loss_sum"] / n,
-                "lr": s["lr"],
-                "grad_norm": s["grad_norm"],
                 "tokens": int(s["tokens"]),
-                "samples": plan.n_samples,
                 "ratio_mean": s["ratio_sum"] / n,
                 "ratio_max": hi,
                 "ratio_min": lo,
                 "clip_frac_low": s["clip_low"] / n,
                 "clip_frac_high": s["clip_high"] / n,
                 "adv_mean": _stats(step_adv)["mean"],
-                "logprob_diff": diff_by_step[plan.index],
-                "step_s": dt,
-                "elapsed_s": time.perf_counter() - t_run,
+                "logprob_diff": diff_by_step[plan.index] if plan.index < len(diff_by_step) else None,
+                "tokens_per_s": plan.n_tokens / dt if dt > 0 else 0.0,
             }
-            if fh is not None:
-                fh.write(json.dumps(last) + "\n")
-                fh.flush()
+
+        def progress(m: dict[str, Any], n_steps: int) -> None:
             log(
-                f"dapo step {last['step']}/{len(plans)}  loss {last['loss']:+.4f}  grad {last['grad_norm']:.3f}  "
-                f"ratio {last['ratio_mean']:.4f}  clip low/high {last['clip_frac_low']:.3f}/"
-                f"{last['clip_frac_high']:.3f}  {last['tokens']} tokens"
+                f"dapo step {m['step']}/{n_steps}  loss {m['loss']:+.4f}  grad {m['grad_norm']:.3f}  "
+                f"ratio {m['ratio_mean']:.4f}  clip low/high {m['clip_frac_low']:.3f}/"
+                f"{m['clip_frac_high']:.3f}  {m['tokens']} tokens"
             )
+
+        t_run = time.perf_counter()
+        last = run_steps(
+            engine,
+            plans,
+            samples,
+            pad,
+            loss_for=loss_for,
+            metrics_for=metrics_for,
+            log=metrics_log,
+            on_step=progress,
+        )
+        ratio_max, ratio_min = extremes["max"], extremes["min"]
         timing["steps_s"] = time.perf_counter() - t_run
         diff = _mean_diff(diff_by_step)
         warning = _diff_warning(diff, prev_diff, cfg)
@@ -221,8 +230,8 @@ def _run_dapo(
         engine.export(partial, run_config)
         timing["save_s"] = time.perf_counter() - t0
     finally:
-        if fh is not None:
-            fh.close()
+        if metrics_log is not None:
+            metrics_log.close()
         dist.shutdown()
     if not dist.is_main():
         return None
@@ -272,22 +281,29 @@ def _load_optimizer_state(engine: Any, model: str, cfg: DapoConfig, world: int, 
     return True
 
 
-def _loss_fn(adv_of: dict[int, float], cfg: DapoConfig, norm: float, extremes: list[float]):
-    """The engine's per-micro-batch loss: DAPO loss of the packed row with per-token advantages."""
-    from swerl_cli.training.losses import dapo_policy_loss
+def _loss_fn(cfg: DapoConfig, norm: float, extremes: list[float], measure_gap: bool = False):
+    """The engine's per-micro-batch loss: DAPO loss of the packed row, each token carrying its sample's advantage.
+
+    With `measure_gap` (old_logprobs=sampler, first step: the forward runs under theta_old) it also sums
+    |logprob(trainer) - logprob(sampler)| over the action tokens, at no extra cost.
+    """
+    from swerl_cli.training.losses import dapo_policy_loss, masked_abs_diff_sum
 
     def loss_fn(logp: Any, batch: Any) -> tuple[Any, dict[str, float]]:
         import torch
 
-        per_sample = torch.tensor([adv_of[id(s)] for s in batch.samples] + [0.0], dtype=logp.dtype)
+        per_sample = torch.tensor([s.advantage for s in batch.samples] + [0.0], dtype=logp.dtype)
         idx = batch.sample_index.clone()
-        idx[idx < 0] = len(batch.samples)  # the dummy row of an idle rank points at the trailing 0.0
+        idx[idx < 0] = len(batch.samples)  # the empty row of an idle rank points at the trailing 0.0
         adv = per_sample.to(logp.device)[idx]  # (1, T)
         loss, st = dapo_policy_loss(logp, batch.old_logprobs, adv, batch.loss_mask, cfg.eps_low, cfg.eps_high, norm)
         if st["tokens"] > 0:
             extremes.extend([float(st["ratio_max"]), -float(st["ratio_min"])])
         keys = ("tokens", "ratio_sum", "clip_low", "clip_high", "loss_sum")
-        return loss, {k: float(st[k]) for k in keys}
+        out = {k: float(st[k]) for k in keys}
+        if measure_gap:
+            out["gap_sum"], out["gap_n"] = masked_abs_diff_sum(logp.detach(), batch.old_logprobs, batch.loss_mask)
+        return loss, out
 
     return loss_fn
 
@@ -305,36 +321,32 @@ def _reduce_extremes(extremes: list[float], device: str) -> tuple[float, float]:
     return hi, -neg_lo
 
 
-def _old_logprob_pass(engine: Any, plans: list[Any], samples: list[Any], rank: int, pad: int, cfg: DapoConfig):
+def _old_logprob_pass(engine: Any, plans: list[Any], samples: list[Any], pad: int, cfg: DapoConfig):
     """No-grad forward with theta_old over every kept sequence: per-step mean |trainer - sampler| logprob gap.
 
-    With old_logprobs=trainer the recomputed values replace the samples' logprobs (pi_old of the ratio).
+    The recomputed values replace the samples' logprobs (pi_old of the ratio).
     """
     import torch
 
-    from swerl_cli.training.batching import collate
+    from swerl_cli.training.batching import rank_micro_batches
     from swerl_cli.training.losses import masked_abs_diff_sum
 
     diffs: list[tuple[float, float]] = []
     for plan in plans:
-        mine = [collate([samples[i] for i in mb], pad) for mb in plan.micro[rank]]
-        mine += [collate([], pad)] * (plan.n_micro - len(mine))
         gap, count = 0.0, 0.0
-        for mb in mine:
+        for mb in rank_micro_batches(plan, samples, engine.dp_rank, pad):
             with torch.no_grad():
                 logp = engine.forward_logprobs(mb).float().cpu()  # (1, T)
             for k, s in enumerate(mb.samples):
-                sel = mb.sample_index[0] == k
-                mine_lp = logp[0, sel]
-                if s.has_logprobs:
+                mine_lp = logp[0, mb.sample_index[0] == k]
+                if s.has_logprobs and engine.sp_rank == 0:  # an SP group's members hold the same samples
                     mask = torch.tensor(s.loss_mask, dtype=torch.float32)
                     g, n = masked_abs_diff_sum(mine_lp, torch.tensor(s.logprobs), mask)
                     gap, count = gap + g, count + n
-                if cfg.old_logprobs == "trainer":
-                    s.logprobs = mine_lp.tolist()
+                s.logprobs = mine_lp.tolist()
         gap, count = dist.all_reduce_sum([gap, count], engine.device)
         diffs.append((gap, count))
-    return [g / n if n > 0 else None for g, n in diffs] if diffs else []
+    return [g / n if n > 0 else None for g, n in diffs]
 
 
 def _mean_diff(per_step: list[float | None]) -> float | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swerl_cli.errors import ConfigError
+from swerl_cli.training.train_config import TrainConfig
 
 STD_KINDS = ("population", "sample")
 OLD_LOGPROBS = ("trainer", "sampler")
@@ -15,8 +16,9 @@ TOKEN_NORMS = ("step", "iteration")
 
 
 @dataclass(frozen=True, slots=True)
-class DapoConfig:
-    """One iteration's DAPO update. Field names are the CLI flags with '-' for '_'."""
+class DapoConfig(TrainConfig):
+    """One iteration's DAPO update. Field names are the CLI flags with '-' for '_'; optimizer/engine fields
+    (AdamW 0.9/0.999/1e-8, weight decay 0.1, clip 1.0, ZeRO, dtype, attention, SP) come from TrainConfig."""
 
     # Objective (paper Eq. 2-4, 8; Table 3 Stage 1).
     eps_low: float = 0.2
@@ -30,19 +32,8 @@ class DapoConfig:
     token_norm: str = "step"  # normalise by the action tokens of each optimizer step's batch, or of the iteration
     # Optimisation (paper: lr 1e-6 constant, AdamW 0.9/0.999/1e-8, wd 0.1, clip 1.0, 1 epoch).
     lr: float = 1e-6
-    weight_decay: float = 0.1
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_eps: float = 1e-8
-    grad_clip: float = 1.0
     batch_size: int = 128  # trajectories per optimizer step (Stage 2: 256)
     micro_batch_tokens: int = 16384  # token budget of one packed forward/backward (gradient accumulation unit)
-    seed: int = 0
-    # Engine.
-    zero_stage: int = 2
-    offload: bool = False
-    gradient_checkpointing: bool = False
-    max_seq_len: int = 65536
     carry_optimizer: bool = True  # load/save AdamW state beside the checkpoint so moments persist across iterations
     # Guard rails.
     allow_biased_sampling: bool = False
@@ -84,15 +75,10 @@ class DapoConfig:
                 raise bad(name, f"unknown value {value!r}; choose one of {', '.join(allowed)}")
         if self.adv_delta <= 0:
             raise bad("adv_delta", f"must be > 0 so all-equal groups give advantage 0, got {self.adv_delta}")
-        if self.lr <= 0:
-            raise bad("lr", f"must be > 0, got {self.lr}; the paper uses 1e-6")
         if self.batch_size < 1:
             raise bad("batch_size", f"must be >= 1, got {self.batch_size}")
         if self.micro_batch_tokens < 1:
             raise bad("micro_batch_tokens", f"must be >= 1, got {self.micro_batch_tokens}")
-        if self.grad_clip < 0:
-            raise bad("grad_clip", f"must be >= 0 (0 disables), got {self.grad_clip}")
-        if self.zero_stage not in (0, 1, 2, 3):
-            raise bad("zero_stage", f"must be 0, 1, 2 or 3, got {self.zero_stage}")
+        TrainConfig.validate(self, "dapo")
         if self.logprob_diff_warn < 0 or self.logprob_diff_jump < 1:
             raise bad("logprob_diff_warn", "needs logprob_diff_warn >= 0 and logprob_diff_jump >= 1")

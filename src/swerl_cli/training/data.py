@@ -38,6 +38,7 @@ class Sample:
     has_logprobs: bool
     record: dict[str, Any] = field(repr=False, default_factory=dict)
     truncated: int = 0
+    advantage: float = 0.0  # DAPO: the group advantage broadcast to every action token (0.0 in RFT)
 
     def __len__(self) -> int:
         return len(self.input_ids)

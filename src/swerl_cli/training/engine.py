@@ -3,7 +3,7 @@
 Public API (what the DAPO loop builds on):
 
     eng = TrainEngine.from_config(EngineConfig.from_stage(cfg, model=path), total_steps=n)
-    logp = eng.forward_logprobs(batch)            # (1, T): log p(input_ids[t] | <t), 0.0 at each sample's first token
+    logp = eng.forward_logprobs(batch)            # (1, T): log p(input_ids[t] | <t) on trainable tokens, else 0.0
     stats = eng.train_step(micro_batches, loss_fn) # one optimizer step over this rank's packed micro-batches
     eng.save_checkpoint(dir, step, client_state)   # resumable DeepSpeed checkpoint (all ranks call it)
     step, state = eng.load_checkpoint(dir)         # latest one, or (0, {}) when none
@@ -11,14 +11,20 @@ Public API (what the DAPO loop builds on):
 
 `loss_fn(logp, batch) -> (loss, stats)` returns this micro-batch's share of the global objective (sum over its
 tokens divided by the normaliser of the whole optimizer step, over all ranks) and a dict of float sums. The engine
-undoes DeepSpeed's data-parallel gradient averaging (multiplies by world size), so gradients equal those of the
-global objective whatever the number of ranks and micro-batches. Every rank must call `train_step` with the same
-number of micro-batches (pad with `collate([])`), as ZeRO's collectives run per forward/backward.
+undoes DeepSpeed's data-parallel gradient averaging (multiplies by the data-parallel size, world / SP), so gradients
+equal those of the global objective whatever the number of ranks and micro-batches. Every rank must call
+`train_step` with the same number of micro-batches (`batching.rank_micro_batches` pads with empty rows), as ZeRO's
+collectives run per forward/backward.
+
+Sequence parallelism (`sequence_parallel` N > 1, DeepSpeed's Ulysses/ALST): the ranks form groups of N consecutive
+ranks; a group trains one data-parallel share, each member runs a contiguous 1/N slice of every packed row, the
+attention all-to-alls give each member the full row for 1/N of the heads, and the per-token logprobs (T floats)
+are all-gathered so every member computes the same loss. The lm_head is a fused, chunked logprob that skips
+positions whose next token carries no loss.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shutil
@@ -28,44 +34,27 @@ from typing import Any
 
 from swerl_cli.errors import ConfigError, SwerlError
 from swerl_cli.training import dist
+from swerl_cli.training.train_config import TrainConfig, train_fields
 
 RUN_CONFIG_FILE = "swerl_run_config.json"
 LOGIT_CHUNK = 4096  # tokens per lm_head chunk: bounds the fp32 (T, V) logits at 65k context
 
 
 @dataclass(frozen=True, slots=True)
-class EngineConfig:
-    """Engine knobs; `from_stage` picks the same-named fields from RftConfig or DapoConfig."""
+class EngineConfig(TrainConfig):
+    """TrainConfig plus the model to load; `from_stage` takes the shared fields of RftConfig or DapoConfig."""
 
-    model: str
-    zero_stage: int = 2
-    offload: bool = False
-    gradient_checkpointing: bool = False
-    lr: float = 5e-6
-    weight_decay: float = 0.1
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_eps: float = 1e-8
-    grad_clip: float = 1.0
-    warmup_steps: int = 0
-    lr_schedule: str = "constant"  # constant | cosine (to 0 at the last step)
-    seed: int = 0
-    dtype: str = "auto"  # auto: bf16 on CUDA, fp32 on CPU
-    attn_implementation: str = "sdpa"
+    model: str = ""
 
     def __post_init__(self) -> None:
-        if self.zero_stage not in (0, 1, 2, 3):
-            raise ConfigError(f"engine: field 'zero_stage': must be 0-3, got {self.zero_stage}; use 2 or 3")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ConfigError(f"engine: field 'lr_schedule': constant or cosine, got {self.lr_schedule!r}")
-        if self.dtype not in ("auto", "bf16", "fp32"):
-            raise ConfigError(f"engine: field 'dtype': auto, bf16 or fp32, got {self.dtype!r}")
+        TrainConfig.validate(self, "engine")
 
     @classmethod
     def from_stage(cls, cfg: Any, **overrides: Any) -> EngineConfig:
-        """Build from any stage config carrying some of these field names (missing ones keep defaults)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {n: getattr(cfg, n) for n in names if hasattr(cfg, n)}
+        """Build from any stage config extending TrainConfig (plus `model` when it has one), then overrides."""
+        values: dict[str, Any] = dict(train_fields(cfg))
+        if hasattr(cfg, "model"):
+            values["model"] = cfg.model
         values.update(overrides)
         return cls(**values)
 
@@ -120,9 +109,18 @@ def load_model_and_tokenizer(name: str, dtype: Any, attn_implementation: str):
 class TrainEngine:
     """A DeepSpeed-wrapped model with its tokenizer; see the module docstring for the contract."""
 
-    def __init__(self, engine: Any, tokenizer: Any, cfg: EngineConfig, device: str):
+    def __init__(self, engine: Any, tokenizer: Any, cfg: EngineConfig, device: str, sp_group: Any = None):
         self.engine, self.tokenizer, self.cfg, self.device = engine, tokenizer, cfg, device
         self.rank, self.world_size = dist.rank(), dist.world_size()
+        self.sp = cfg.sequence_parallel
+        self.sp_group = sp_group
+        self.sp_rank = self.rank % self.sp
+        self.dp_world = self.world_size // self.sp  # data-parallel ranks: each SP group trains one share
+
+    @property
+    def dp_rank(self) -> int:
+        """This rank's data-parallel index (SP groups are consecutive ranks)."""
+        return self.rank // self.sp
 
     @classmethod
     def from_config(cls, cfg: EngineConfig, total_steps: int) -> TrainEngine:
@@ -130,13 +128,24 @@ class TrainEngine:
         import deepspeed
         import torch
 
+        from swerl_cli.training import attention
+
         device = dist.init()
+        world = dist.world_size()
+        if world % cfg.sequence_parallel:
+            raise ConfigError(
+                f"--sequence-parallel {cfg.sequence_parallel} does not divide the {world} ranks: launch a multiple "
+                "of it (torchrun --nproc_per_node)"
+            )
         bf16 = cfg.dtype == "bf16" or (cfg.dtype == "auto" and device.startswith("cuda"))
         torch.manual_seed(cfg.seed)
-        model, tok = load_model_and_tokenizer(
-            cfg.model, torch.bfloat16 if bf16 else torch.float32, cfg.attn_implementation
-        )
+        attn = attention.resolve(cfg.attn_implementation, device)
+        model, tok = load_model_and_tokenizer(cfg.model, torch.bfloat16 if bf16 else torch.float32, attn)
         model.config.use_cache = False
+        mpu, sp_group = None, None
+        if cfg.sequence_parallel > 1:
+            mpu = _ulysses(model, attn, cfg.sequence_parallel)
+            sp_group = mpu.get_sequence_parallel_group()
         if cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         params = [p for p in model.parameters() if p.requires_grad]
@@ -148,10 +157,10 @@ class TrainEngine:
         else:  # a client torch optimizer avoids DeepSpeed's FusedAdam JIT build on CPU
             opt = torch.optim.AdamW(params, lr=cfg.lr, betas=betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, total_steps, cfg.lr_schedule))
-        ds_cfg = ds_config(cfg, dist.world_size(), bf16)
-        wrapped = logprob_module(model)
-        engine, _, _, _ = deepspeed.initialize(model=wrapped, optimizer=opt, lr_scheduler=sched, config=ds_cfg)
-        return cls(engine, tok, cfg, device)
+        ds_cfg = ds_config(cfg, world, bf16)
+        wrapped = logprob_module(model, zero3=cfg.zero_stage == 3)
+        engine, _, _, _ = deepspeed.initialize(model=wrapped, optimizer=opt, lr_scheduler=sched, config=ds_cfg, mpu=mpu)
+        return cls(engine, tok, cfg, device, sp_group)
 
     @property
     def unmanaged_accumulation(self) -> bool:
@@ -164,9 +173,26 @@ class TrainEngine:
         return self.engine.module.lm
 
     def forward_logprobs(self, batch: Any) -> Any:
-        """Per-token log-probs (1, T) of a packed batch under the wrapped model (with grad)."""
+        """Per-token log-probs (1, T) of a packed batch (with grad), 0.0 at each sample's first token.
+
+        Only positions whose token is trainable (`batch.loss_mask`) are computed; the others are 0.0 and cost no
+        lm_head work. Under sequence parallelism each rank runs its slice of the row and the logprobs are gathered.
+        """
+        import torch
+
         b = batch.to(self.device)
-        return self.engine(b.input_ids, b.position_ids)
+        ids, pos = b.input_ids, b.position_ids
+        n = ids.shape[1]
+        # targets[t] = token t+1 where it is trainable, else -1 (skipped by the fused head)
+        want = torch.cat([b.loss_mask[:, 1:] > 0, torch.zeros_like(ids[:, :1], dtype=torch.bool)], dim=1)
+        nxt = torch.cat([ids[:, 1:], torch.zeros_like(ids[:, :1])], dim=1)
+        targets = torch.where(want, nxt, torch.full_like(nxt, -1))
+        if self.sp > 1:
+            ids, pos, targets = _sp_slice(self.sp, self.sp_rank, ids, pos, targets)
+        lp = self.engine(ids, pos, targets)  # (1, n_local): log p(targets[t] | <= t)
+        if self.sp > 1:
+            lp = _gather_sequence(lp, self.sp_group, self.sp_rank)[:, :n]
+        return torch.cat([torch.zeros_like(lp[:, :1]), lp[:, :-1]], dim=1)  # aligned to the predicted token
 
     def train_step(self, micro_batches: list[Any], loss_fn: Any) -> dict[str, float]:
         """Forward/backward each micro-batch, one optimizer step; returns summed loss_fn stats, lr, grad norm."""
@@ -178,11 +204,14 @@ class TrainEngine:
                 self.engine.set_gradient_accumulation_boundary(i == len(micro_batches) - 1)
             logp = self.forward_logprobs(mb)
             loss, stats = loss_fn(logp, mb.to(self.device))
-            self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
+            # DeepSpeed averages gradients over the data-parallel ranks (world / SP): undo it, so the update is the
+            # gradient of the global objective whatever the split.
+            self.engine.backward(loss * self.dp_world, scale_wrt_gas=False)
             if not unmanaged:
                 self.engine.step()
+            weight = 1.0 if self.sp_rank == 0 else 0.0  # the SP ranks of a group saw the same samples: count once
             for k, v in stats.items():
-                totals[k] = totals.get(k, 0.0) + float(v)
+                totals[k] = totals.get(k, 0.0) + weight * float(v)
         if unmanaged:  # the caller owns the boundary: step() reduces the accumulated grads and updates once
             self.engine.step()
         keys = sorted(totals)
@@ -224,19 +253,83 @@ class TrainEngine:
             state = {k.removeprefix("lm."): v for k, v in state.items()}
         if dist.is_main():
             out_dir.mkdir(parents=True, exist_ok=True)
-            self.module.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
+            model = self.module
+            if model.config._attn_implementation != "sdpa":  # the saved config names a standard implementation
+                model.config._attn_implementation = "sdpa"
+            model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
             self.tokenizer.save_pretrained(out_dir)
             (out_dir / RUN_CONFIG_FILE).write_text(json.dumps(run_config, indent=2, default=str) + "\n")
         dist.barrier()
         return out_dir
 
 
-def logprob_module(model: Any) -> Any:
-    """Wrap a causal LM so its top-level forward returns packed per-token logprobs (1, T).
+def _ulysses(model: Any, attn: str, sp: int) -> Any:
+    """Register DeepSpeed's Ulysses attention around `attn` for this model; returns the SP groups (mpu)."""
+    from deepspeed.runtime.sequence_parallel.ulysses_sp import UlyssesSPAttentionHF
+
+    try:
+        return UlyssesSPAttentionHF.register_with_transformers(
+            model_name_or_path=model,
+            core_attn_implementation=attn,
+            sequence_parallel_size=sp,
+            micro_batch_size=1,
+            seq_length_is_variable=True,
+        )
+    except (ValueError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"--sequence-parallel {sp}: {first}") from None
+
+
+def _sp_slice(sp: int, sp_rank: int, *rows: Any) -> list[Any]:
+    """This SP rank's contiguous slice of each (1, T) row, T padded to a multiple of `sp`.
+
+    Padding is a separate pseudo-document (position_ids restart at 0; target -1), so no real token attends to it.
+    """
+    import torch
+
+    ids, pos, targets = rows
+    n = ids.shape[1]
+    padded = -(-n // sp) * sp
+    if padded != n:
+        extra = padded - n
+        ids = torch.cat([ids, torch.zeros_like(ids[:, :1]).expand(1, extra)], dim=1)
+        pos = torch.cat([pos, torch.arange(extra, device=pos.device, dtype=pos.dtype).unsqueeze(0)], dim=1)
+        targets = torch.cat([targets, torch.full_like(targets[:, :1], -1).expand(1, extra)], dim=1)
+    chunk = padded // sp
+    sl = slice(sp_rank * chunk, (sp_rank + 1) * chunk)
+    return [ids[:, sl].contiguous(), pos[:, sl].contiguous(), targets[:, sl].contiguous()]
+
+
+def _gather_sequence(local: Any, group: Any, sp_rank: int) -> Any:
+    """All-gather the SP group's (1, n/sp) slices into (1, n).
+
+    Every SP rank then computes the same loss on the same full row, so the gradient of its own slice is exactly the
+    local gradient of that slice: backward keeps its slice and needs no communication.
+    """
+    import torch
+
+    class _Gather(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            parts = [torch.empty_like(x) for _ in range(torch.distributed.get_world_size(group))]
+            torch.distributed.all_gather(parts, x.contiguous(), group=group)
+            ctx.n = x.shape[1]
+            return torch.cat(parts, dim=1)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            return grad[:, sp_rank * ctx.n : (sp_rank + 1) * ctx.n].contiguous()
+
+    return _Gather.apply(local)
+
+
+def logprob_module(model: Any, zero3: bool = False) -> Any:
+    """Wrap a causal LM so its top-level forward returns per-position logprobs of given targets (1, T).
 
     DeepSpeed must run the top-level module's forward (ZeRO-3 resets its parameter-fetch state in that module's
-    hooks; calling submodules directly silently dropped gradients under accumulation). The wrapper makes the
-    chunked-logprob computation that top-level forward.
+    hooks; calling submodules directly silently dropped gradients under accumulation). The fused head reads the
+    lm_head weight directly, so under ZeRO-3 the weight is registered as an external parameter of the wrapper
+    (DeepSpeed then gathers it for the wrapper's forward and backward).
     """
     import torch
 
@@ -245,45 +338,113 @@ def logprob_module(model: Any) -> Any:
             super().__init__()
             self.lm = lm
 
-        def forward(self, input_ids: Any, position_ids: Any) -> Any:
-            return _logprobs(self.lm, input_ids, position_ids)
+        def forward(self, input_ids: Any, position_ids: Any, targets: Any) -> Any:
+            return _target_logprobs(self.lm, input_ids, position_ids, targets)
 
-    return LogprobLM(model)
+    wrapper = LogprobLM(model)
+    if zero3:
+        from deepspeed.runtime.zero.partition_parameters import register_external_parameter
+
+        head = model.get_output_embeddings()
+        register_external_parameter(wrapper, head.weight)
+        if getattr(head, "bias", None) is not None:
+            register_external_parameter(wrapper, head.bias)
+    return wrapper
 
 
 def packed_logprobs(model: Any, batch: Any, device: str = "cpu") -> Any:
-    """log p(input_ids[t] | <t) as (1, T), 0.0 at each sample's first token; lm_head in checkpointed chunks."""
-    b = batch.to(device)
-    return _logprobs(model, b.input_ids, b.position_ids)
-
-
-def _logprobs(model: Any, input_ids: Any, position_ids: Any) -> Any:
+    """log p(input_ids[t] | <t) as (1, T) for every token, 0.0 at each sample's first token (no engine needed)."""
     import torch
-    import torch.nn.functional as F
-    from torch.utils.checkpoint import checkpoint
 
-    # position_ids restarting at 0 make transformers build a block-diagonal causal mask (no cross-sample attention);
-    # use_cache=False is required for that detection.
-    hidden = model.base_model(input_ids=input_ids, position_ids=position_ids, use_cache=False)
-    h = hidden.last_hidden_state[:, :-1]  # (1, T-1, H): position t predicts token t+1
-    targets = input_ids[:, 1:]  # (1, T-1)
+    b = batch.to(device)
+    ids = b.input_ids
+    targets = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -1)], dim=1)
+    lp = _target_logprobs(model, ids, b.position_ids, targets)
+    logp = torch.cat([torch.zeros_like(lp[:, :1]), lp[:, :-1]], dim=1)
+    return logp * (b.position_ids > 0)
+
+
+def _target_logprobs(model: Any, input_ids: Any, position_ids: Any, targets: Any) -> Any:
+    """log p(targets[t] | tokens <= t) for (1, T) rows; 0.0 where targets < 0 (no lm_head work there)."""
+    # position_ids restarting at 0 separate the packed documents (packed_sdpa / flash-attn varlen read them);
+    # use_cache=False keeps transformers from building a cache.
+    hidden = model.base_model(input_ids=input_ids, position_ids=position_ids, use_cache=False).last_hidden_state
     head = model.get_output_embeddings()
+    bias = getattr(head, "bias", None)
+    return fused_logprobs(hidden[0], head.weight, bias, targets[0]).unsqueeze(0)
 
-    def chunk_logp(hc: Any, tc: Any) -> Any:
-        logits = head(hc).float()  # (1, C, V) in fp32
-        return -F.cross_entropy(logits.transpose(1, 2), tc, reduction="none")  # (1, C)
 
-    n = h.shape[1]
-    if n <= LOGIT_CHUNK:
-        logp = chunk_logp(h, targets)
-    else:  # never hold (T, V) fp32 logits at once: recompute each chunk in backward
-        parts = [
-            checkpoint(chunk_logp, h[:, i : i + LOGIT_CHUNK], targets[:, i : i + LOGIT_CHUNK], use_reentrant=False)
-            for i in range(0, n, LOGIT_CHUNK)
-        ]
-        logp = torch.cat(parts, dim=1)
-    logp = torch.cat([torch.zeros_like(logp[:, :1]), logp], dim=1)  # (1, T)
-    return logp * (position_ids > 0)
+def fused_logprobs(hidden: Any, weight: Any, bias: Any, targets: Any, chunk: int = LOGIT_CHUNK) -> Any:
+    """log softmax(hidden @ weight.T + bias)[t, targets[t]] as (T,) fp32, without keeping any logits.
+
+    Rows with targets < 0 are skipped (0.0, zero gradient). The lm_head runs in chunks of `chunk` rows, in forward
+    and again in backward, so fp32 logits of a 65k-token row never exist at once and nothing of them is saved.
+    """
+
+    return _FusedLogprob.apply(hidden, weight, bias, targets, chunk)
+
+
+def _fused_logprob_fn() -> Any:
+    import torch
+
+    class FusedLogprob(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, hidden: Any, weight: Any, bias: Any, targets: Any, chunk: int) -> Any:
+            rows = torch.nonzero(targets >= 0).flatten()
+            out = torch.zeros(hidden.shape[0], dtype=torch.float32, device=hidden.device)
+            for i in range(0, rows.numel(), chunk):
+                r = rows[i : i + chunk]
+                logits = _logits(hidden.index_select(0, r), weight, bias)  # (C, V) fp32
+                tgt = targets.index_select(0, r)
+                out[r] = logits.gather(1, tgt.unsqueeze(1)).squeeze(1) - torch.logsumexp(logits, dim=1)
+            ctx.save_for_backward(hidden, weight, rows, targets)
+            ctx.has_bias, ctx.chunk = bias is not None, chunk
+            if bias is not None:
+                ctx.bias = bias
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, grad_out: Any) -> Any:
+            hidden, weight, rows, targets = ctx.saved_tensors
+            bias = ctx.bias if ctx.has_bias else None
+            g_hidden = torch.zeros_like(hidden)
+            g_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+            g_bias = torch.zeros(weight.shape[0], dtype=torch.float32, device=weight.device) if ctx.has_bias else None
+            for i in range(0, rows.numel(), ctx.chunk):
+                r = rows[i : i + ctx.chunk]
+                h = hidden.index_select(0, r)
+                logits = _logits(h, weight, bias)
+                g = grad_out.index_select(0, r).float()  # (C,)
+                # d logp / d logits = onehot(target) - softmax
+                d = torch.softmax(logits, dim=1).mul_(-g.unsqueeze(1))
+                d[torch.arange(r.numel(), device=d.device), targets.index_select(0, r)] += g
+                g_hidden[r] = (d.to(weight.dtype) @ weight).to(hidden.dtype)
+                g_weight.addmm_(d.t(), h.float())
+                if g_bias is not None:
+                    g_bias += d.sum(0)
+            g_b = g_bias.to(bias.dtype) if g_bias is not None else None
+            return g_hidden, g_weight.to(weight.dtype), g_b, None, None
+
+    return FusedLogprob
+
+
+def _logits(h: Any, weight: Any, bias: Any) -> Any:
+    logits = (h @ weight.t()).float()
+    return logits + bias.float() if bias is not None else logits
+
+
+class _LazyFn:
+    """The autograd Function, built on first use (torch stays out of imports of this module)."""
+
+    fn: Any = None
+
+    def apply(self, *args: Any) -> Any:
+        if self.fn is None:
+            self.fn = _fused_logprob_fn()
+        return self.fn.apply(*args)
+
+
+_FusedLogprob = _LazyFn()
 
 
 def ds_config(cfg: EngineConfig, world_size: int, bf16: bool) -> dict[str, Any]:
@@ -298,7 +459,7 @@ def ds_config(cfg: EngineConfig, world_size: int, bf16: bool) -> dict[str, Any]:
     return {
         "train_micro_batch_size_per_gpu": 1,
         "gradient_accumulation_steps": 1,
-        "train_batch_size": world_size,
+        "train_batch_size": world_size // cfg.sequence_parallel,  # one row per data-parallel rank
         "gradient_clipping": cfg.grad_clip,
         "zero_optimization": zero,
         # A variable number of packed micro-batches per step: train_step calls step() once per optimizer step.

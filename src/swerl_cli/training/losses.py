@@ -61,8 +61,9 @@ def dapo_policy_loss(
         stats = {
             "tokens": n_tokens.detach(),
             "ratio_sum": (ratio * mask).sum().detach(),
-            "ratio_max": torch.where(mask > 0, ratio, torch.full_like(ratio, -big)).max().detach(),
-            "ratio_min": torch.where(mask > 0, ratio, torch.full_like(ratio, big)).min().detach(),
+            # a sentinel keeps max/min defined on an empty or fully masked row (an idle rank's)
+            "ratio_max": torch.cat([ratio[mask > 0], ratio.new_tensor([-big])]).max().detach(),
+            "ratio_min": torch.cat([ratio[mask > 0], ratio.new_tensor([big])]).min().detach(),
             "clip_low": low.sum(),
             "clip_high": high.sum(),
             "loss_sum": (per_token * mask).sum().detach(),

@@ -7,21 +7,18 @@ from dataclasses import dataclass
 
 from swerl_cli.errors import ConfigError
 from swerl_cli.training.data import TOO_LONG_POLICIES
+from swerl_cli.training.train_config import TrainConfig
 
 
 @dataclass(frozen=True, slots=True)
-class RftConfig:
-    """One RFT run. Field names are the CLI flags with '-' for '_'."""
+class RftConfig(TrainConfig):
+    """One RFT run. Field names are the CLI flags with '-' for '_'; optimizer/engine fields come from TrainConfig."""
 
     model: str = ""
     output: str = ""
-    # Optimisation (paper §4.2).
+    # Optimisation (paper §4.2); the other optimizer fields keep TrainConfig's defaults (AdamW 0.9/0.999/1e-8,
+    # weight decay 0.1, clip 1.0).
     lr: float = 5e-6
-    weight_decay: float = 0.1
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_eps: float = 1e-8
-    grad_clip: float = 1.0
     warmup_steps: int = 10
     lr_schedule: str = "cosine"
     epochs: int = 1
@@ -29,20 +26,12 @@ class RftConfig:
     batch_tokens: int | None = None  # ... or tokens per optimizer step, when set
     micro_batch_tokens: int | None = None  # token budget of one packed forward/backward per rank (max_seq_len)
     max_steps: int | None = None  # stop after this step (the lr schedule still spans the full run)
-    seed: int = 0
     shuffle: bool = True
     # Data.
-    max_seq_len: int = 65536
     too_long: str = "error"  # error | truncate | drop
     skip_invalid: bool = False
     mask_format_errors: bool = True  # paper Figure 2: format-error turns are not trained on
     rerender: bool = False  # re-render with the chat template when token ids cannot be rebuilt (prefix_ok false)
-    # Engine.
-    zero_stage: int = 2
-    offload: bool = False
-    gradient_checkpointing: bool = False
-    dtype: str = "auto"
-    attn_implementation: str = "sdpa"
     # Outputs.
     save_every: int = 0  # steps between resumable DeepSpeed checkpoints (0: only at the end)
     keep_checkpoints: int = 2
@@ -54,6 +43,7 @@ class RftConfig:
         def bad(field: str, msg: str) -> ConfigError:
             return ConfigError(f"rft config: field '{field}': {msg}")
 
+        TrainConfig.validate(self, "rft")
         if not self.model:
             raise bad("model", "required: a local save_pretrained dir or hub name (--model PATH)")
         if not self.output:
@@ -64,8 +54,6 @@ class RftConfig:
             raise bad("batch_size", f"must be >= 1, got {self.batch_size}; the paper uses 64")
         if self.batch_tokens is not None and self.batch_tokens < 1:
             raise bad("batch_tokens", f"must be >= 1 when set, got {self.batch_tokens}")
-        if self.max_seq_len < 2:
-            raise bad("max_seq_len", f"must be >= 2, got {self.max_seq_len}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < self.max_seq_len:
             raise bad(
                 "micro_batch_tokens",
@@ -76,8 +64,6 @@ class RftConfig:
             raise bad("too_long", f"one of {', '.join(TOO_LONG_POLICIES)}, got {self.too_long!r}")
         if self.epochs < 1:
             raise bad("epochs", f"must be >= 1, got {self.epochs}")
-        if self.warmup_steps < 0:
-            raise bad("warmup_steps", f"must be >= 0, got {self.warmup_steps}")
         if self.report_to not in ("none", "tensorboard", "wandb"):
             raise bad("report_to", f"none, tensorboard or wandb, got {self.report_to!r}")
         if self.save_every < 0:

@@ -1,0 +1,51 @@
+"""Model FLOPs of a training pass and this machine's measured fp32 matmul peak (shared by the rft and dapo benches).
+
+FLOPs count the useful work of forward + backward, the same for every trainer on the same data: 6 x (parameters in
+matmuls, lm_head included, embedding lookup excluded) per token, plus causal attention within each document,
+6 x layers x hidden x L^2 / 2 x 2 (QK^T and AV) per document of L tokens. Padding, recomputation and dense masks
+are not counted: a trainer that does them pays in time, not in credited FLOPs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PEAK_SCRIPT = r"""
+import json, sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+n, best = 2048, 0.0
+a, b = torch.randn(n, n), torch.randn(n, n)
+for _ in range(3):
+    a @ b
+for _ in range(7):
+    t0 = time.perf_counter()
+    for _ in range(4):
+        a @ b
+    best = max(best, 4 * 2 * n**3 / (time.perf_counter() - t0))
+print(json.dumps({"flops": best, "threads": torch.get_num_threads()}))
+"""
+
+
+def matmul_peak(threads: int) -> float:
+    """Best fp32 FLOP/s of a 2048^2 matmul with `threads` threads, measured in a fresh process (best of 7)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(threads)], capture_output=True, env=env, check=True)
+    return float(json.loads(out.stdout.decode().strip().splitlines()[-1])["flops"])
+
+
+def model_flops(model_dir: Path, doc_lengths: list[int]) -> float:
+    """Forward + backward FLOPs of training on documents of these lengths (see the module docstring)."""
+    cfg = json.loads((Path(model_dir) / "config.json").read_text())
+    h, layers, inter = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"]
+    heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+    head_dim = cfg.get("head_dim") or h // heads
+    attn_proj = h * heads * head_dim * 2 + h * kv * head_dim * 2  # q, o and k, v
+    per_layer = attn_proj + 3 * h * inter  # + gate, up, down
+    matmul_params = layers * per_layer + h * cfg["vocab_size"]  # + lm_head
+    tokens = sum(doc_lengths)
+    attention = 6 * layers * heads * head_dim * sum(n * n for n in doc_lengths)  # 2 matmuls x causal half x 3
+    return 6.0 * matmul_params * tokens + attention
