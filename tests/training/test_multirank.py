@@ -79,6 +79,10 @@ def _assert_same_update(ref: dict, other: dict, fields: tuple[str, ...]) -> None
     w_ref, w_other = _weights(ref["checkpoint"]), _weights(other["checkpoint"])
     assert w_ref.keys() == w_other.keys()
     for name in w_ref:
+        if name.endswith("k_proj.bias"):
+            # Its true gradient is exactly 0 (a key bias adds the same q.b to every score of a query; softmax
+            # ignores it), so Adam turns float noise into lr-sized steps that differ between any two runs.
+            continue
         torch.testing.assert_close(w_other[name], w_ref[name], rtol=1e-4, atol=2e-6, msg=name)
 
 
