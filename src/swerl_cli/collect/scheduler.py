@@ -14,6 +14,7 @@ from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import close_when_started, play_job, start_job_sandbox
 from swerl_cli.collect.plan import Job, plan_jobs
 from swerl_cli.errors import SwerlError
+from swerl_cli.executor import this_node
 from swerl_cli.policy import build_policy
 from swerl_cli.policy.base import Policy
 from swerl_cli.records import Located, Task
@@ -140,6 +141,7 @@ class Collector:
             starting.add_done_callback(self._started_on_demand)
         try:
             record = await play_job(job, self.cfg, self.policy, starting, self.prompts)
+            record["node"] = this_node()
         finally:
             self._closing.add(asyncio.ensure_future(close_when_started(starting, self._removals)))
         self.on_event("end", record)
