@@ -18,12 +18,12 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swerl_cli.errors import InputError, SandboxError, UsageError
+from swerl_cli.executor import LocalExecutor, stream_jobs
 from swerl_cli.records import Task
 
 PYTEST = (
@@ -314,31 +314,19 @@ def mine_records(
         emit("image", (task.image, built))
         return task.instance_id, evaluate_candidate(task, cfg, run_id)
 
-    pool = ThreadPoolExecutor(max_workers=cfg.workers, thread_name_prefix="swerl-mine")
-    pending: dict[Future[Any], Candidate] = {pool.submit(one, c): c for c in todo}
-    ok = False
-    try:
-        while pending:
-            finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                pending.pop(fut)
-                iid, result = fut.result()
-                if isinstance(result, str):
-                    key = reason_key(result)
-                    stats.dropped[key] = stats.dropped.get(key, 0) + 1
-                    emit("dropped", (iid, result))
-                else:
-                    stats.tasks += 1
-                    emit("task", iid)
-                    yield result
-        ok = True
-    finally:
-        for fut in pending:
-            fut.cancel()
-        pool.shutdown(wait=ok, cancel_futures=True)
-        if not ok:
-            from swerl_cli.sandbox import lifecycle
-            from swerl_cli.sandbox.docker import prune
+    def remove_sandboxes() -> None:  # after an interrupt or failure (live sandboxes are swept first)
+        from swerl_cli.sandbox.docker import prune
 
-            lifecycle.sweep()
-            prune(run_id)
+        prune(run_id)
+
+    executor = LocalExecutor(cfg.workers, "swerl-mine")
+    for _, outcome in stream_jobs(executor, ((c, one, (c,)) for c in todo), cleanup=remove_sandboxes):
+        iid, result = outcome.value  # a local job is never lost: its exception, if any, is raised here
+        if isinstance(result, str):
+            key = reason_key(result)
+            stats.dropped[key] = stats.dropped.get(key, 0) + 1
+            emit("dropped", (iid, result))
+        else:
+            stats.tasks += 1
+            emit("task", iid)
+            yield result
