@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -99,6 +100,57 @@ def test_gold_collect_grade_pipe_resolves_every_example_on_both_nodes(cluster: C
     assert {r["node"]["ray_node_id"] for r in recs} == both  # collect's episodes
     assert {r["grade"]["node"]["ray_node_id"] for r in recs} == both  # grading jobs
     assert _containers("pipe") == []
+
+
+class _SubmitServer:
+    """An OpenAI-compatible endpoint on 127.0.0.1 whose every reply is the action `submit`; counts requests."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # http.server's name
+                self.rfile.read(int(self.headers["Content-Length"]))
+                server.requests += 1
+                reply = {"role": "assistant", "content": "Done.\n```command\nsubmit\n```"}
+                data = json.dumps({"choices": [{"message": reply, "finish_reason": "stop"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+def test_openai_policy_reaches_every_base_url_from_the_workers(cluster: Cluster, example_tasks: Path) -> None:
+    servers = [_SubmitServer(), _SubmitServer()]
+    urls = [a for s in servers for a in ("--base-url", s.base_url)]
+    try:
+        res = run_swerl(
+            *("collect", str(example_tasks), "--policy", "openai", *urls, "--concurrency", "8", "--run", "openai"),
+            *("--ray", cluster.address, "--episode-cpus", "1"),
+            timeout=600,
+            env=cluster.env,
+        )
+    finally:
+        for s in servers:
+            s.httpd.shutdown()
+    assert res.returncode == 0, res.stderr.decode()[-3000:]
+    recs = _records(res.stdout)
+    assert len(recs) == N_TASKS
+    assert {r["exit_status"] for r in recs} == {"submitted"}
+    assert {r["node"]["ray_node_id"] for r in recs} == set(cluster.node_ids.values())
+    assert [s.requests > 0 for s in servers] == [True, True]
+    assert sum(s.requests for s in servers) == N_TASKS  # one turn per episode, every one answered
 
 
 def test_validate_runs_on_the_cluster(cluster: Cluster, example_tasks: Path, tmp_path: Path) -> None:

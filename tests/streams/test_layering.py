@@ -94,6 +94,8 @@ def test_no_upward_or_forbidden_imports() -> None:
                 problems.append(f"{where} (typer/rich only in cli/)")
             elif root == "docker" and not rel.startswith("sandbox/"):
                 problems.append(f"{where} (docker only in sandbox/)")
+            elif root == "ray" and rel != "executor/ray.py":
+                problems.append(f"{where} (ray only in executor/ray.py)")
             elif root in HEAVY:
                 if not rel.startswith(HEAVY_ALLOWED):
                     problems.append(f"{where} (torch & co only in training/, policy/hf.py, policy/vllm.py)")

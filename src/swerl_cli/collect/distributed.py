@@ -10,6 +10,7 @@ backends (hf, vllm) cannot be spread over nodes and are refused.
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +37,10 @@ def check_distributable(cfg: CollectConfig) -> str:
 def episode_job(job: Job, cfg: CollectConfig, policy: Policy | None) -> dict[str, Any]:
     """Runs on a worker: one episode end to end (sandbox started and removed here); one trajectory record."""
     own = policy is None
-    policy = build_policy(cfg) if own else policy
+    if own:
+        policy = build_policy(cfg)
+        if hasattr(policy, "spread"):  # several endpoints: episodes start their round robin at different ones
+            policy.spread(zlib.crc32(f"{job.task.instance_id}/{job.sample}".encode()))
 
     async def main() -> dict[str, Any]:
         try:

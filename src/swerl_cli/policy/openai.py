@@ -71,6 +71,11 @@ class OpenAIPolicy:
         self._next = 0
         self._client: httpx.AsyncClient | None = None
 
+    def spread(self, key: int) -> None:
+        """Start the round robin at URL `key % n`: a policy built for one episode (a cluster worker builds one per
+        episode) would otherwise send every episode's first request to the first URL."""
+        self._next = key % len(self.base_urls)
+
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
         return {
