@@ -88,7 +88,7 @@ def _build(work: Path) -> tuple[Path, Path, list[int]]:
     vocab_size = len(AutoTokenizer.from_pretrained(model_dir))
     model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa")
     sys.path.insert(0, str(ROOT))
-    from tests.dapo.records import graded
+    from tests.records import rollout
 
     rng = random.Random(0)
 
@@ -100,7 +100,7 @@ def _build(work: Path) -> tuple[Path, Path, list[int]]:
         prompt = ids(256)
         for s in range(G):
             turns = 1 + (g * G + s) * 5 % 6
-            rec = graded(
+            rec = rollout(
                 f"task{g}",
                 s,
                 resolved=s % 3 == 0,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from swerl_cli.training.dist import free_port
-from tests.dapo.records import graded
+from tests.records import rollout
 from tests.training.fixtures import make_trajectory, write_jsonl
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
@@ -94,12 +94,12 @@ def _dapo_records() -> list[dict]:
         return [rng.randrange(5, 1000) for _ in range(n)]
 
     a = [
-        graded("A", i, resolved=i % 2 == 0, turns=2, prompt=ids(9), token_ids=[ids(3 + 5 * i), ids(4)])
+        rollout("A", i, resolved=i % 2 == 0, turns=2, prompt=ids(9), token_ids=[ids(3 + 5 * i), ids(4)])
         for i in range(4)
     ]
-    b = [graded("B", i, turns=t, prompt=ids(5), token_ids=[ids(2 + i)] * t) for i, t in enumerate((12, 20, 5, 30))]
-    c = [graded("C", i, resolved=True, turns=1, prompt=ids(6), token_ids=[ids(5)]) for i in range(4)]
-    d = [graded("D", i, resolved=i == 0, turns=1, prompt=ids(4), token_ids=[ids(n)]) for i, n in enumerate((30, 2, 9))]
+    b = [rollout("B", i, turns=t, prompt=ids(5), token_ids=[ids(2 + i)] * t) for i, t in enumerate((12, 20, 5, 30))]
+    c = [rollout("C", i, resolved=True, turns=1, prompt=ids(6), token_ids=[ids(5)]) for i in range(4)]
+    d = [rollout("D", i, resolved=i == 0, turns=1, prompt=ids(4), token_ids=[ids(n)]) for i, n in enumerate((30, 2, 9))]
     return c + a + b + d
 
 
