@@ -110,7 +110,7 @@ def test_convert_sft_rows_rewrites_text_calls_and_reports_bad_rows() -> None:
 def test_convert_cli_directory_auto_tasks_and_one_line_per_broken_file(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_bytes(b"".join(line for line in (EXAMPLES / "tasks.jsonl").open("rb")))
+    tasks.write_bytes((EXAMPLES / "tasks.jsonl").read_bytes())
     res = run_swerl("convert", str(FIX), "--tasks", str(tasks), "-o", str(out))
     err = res.stderr.decode().strip().splitlines()
     assert res.returncode == 0, err

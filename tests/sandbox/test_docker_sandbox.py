@@ -137,12 +137,12 @@ def test_container_removed_on_signal(toy: dict, tmp_path, sig: int) -> None:
             print("ready", flush=True)
             sb.run("sleep 60", timeout_s=120)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=os.environ.copy())
-    assert proc.stdout is not None
-    assert proc.stdout.readline() == b"ready\n"
-    assert containers(f"swerl.run=pytest-sig-{int(sig)}")
-    proc.send_signal(sig)
-    proc.wait(timeout=60)
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=os.environ.copy()) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"ready\n"
+        assert containers(f"swerl.run=pytest-sig-{int(sig)}")
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
     assert proc.returncode != 0
     assert containers(f"swerl.run=pytest-sig-{int(sig)}") == []
 

@@ -89,27 +89,27 @@ def test_swerl_debug_shows_traceback(tmp_path: Path) -> None:
 
 def test_filter_streams_before_input_closes() -> None:
     """Write one record, read one output line, and only then write the next and close stdin."""
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "swerl_cli", "filter", "--min-reward", "1", "-q"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        proc.stdin.write(jsonl([graded("a", 0, False), graded("a", 1, True)]))
-        proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        assert ready, "no output line before stdin was closed: filter buffers its input"
-        first = proc.stdout.readline()
-        assert orjson.loads(first)["id"] == "a/r1/1"
-        proc.stdin.write(jsonl([graded("b", 0, True)]))
-        proc.stdin.close()
-        rest = proc.stdout.read()
-        assert proc.wait(timeout=30) == 0
-    finally:
-        proc.kill() if proc.poll() is None else None
+    ) as proc:  # the with block closes the pipes
+        try:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(jsonl([graded("a", 0, False), graded("a", 1, True)]))
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, "no output line before stdin was closed: filter buffers its input"
+            first = proc.stdout.readline()
+            assert orjson.loads(first)["id"] == "a/r1/1"
+            proc.stdin.write(jsonl([graded("b", 0, True)]))
+            proc.stdin.close()
+            rest = proc.stdout.read()
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill() if proc.poll() is None else None
     assert orjson.loads(rest)["id"] == "b/r1/0"
 
 
