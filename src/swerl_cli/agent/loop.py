@@ -208,7 +208,7 @@ def _observation(text: str, action: T.Action, tools: list[dict[str, Any]] | None
 
 
 def _turn_record(comp: Completion, book: TokenBook, index: int, format_error: bool) -> dict[str, Any]:
-    ids = book.turn_fields(comp.prompt_token_ids, comp.token_ids)
+    ids = book.turn_fields(comp.prompt_token_ids, comp.token_ids, comp.delta_token_ids)
     n_prompt = len(comp.prompt_token_ids) if comp.prompt_token_ids is not None else comp.usage.get("prompt_tokens", 0)
     return {
         "message_index": index,
@@ -219,6 +219,7 @@ def _turn_record(comp: Completion, book: TokenBook, index: int, format_error: bo
         "finish_reason": comp.finish_reason,
         "format_error": format_error,
         "prefix_ok": ids["prefix_ok"],
+        "n_closing_tokens": comp.n_closing,
         "n_prompt_tokens": n_prompt,
         "latency_s": round(comp.latency_s, 4),
     }

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, TENSORBOARD, WANDB, boundary, err_console
+from swerl_cli.cli._common import CONFIG, INPUTS, boundary, err_console
 
 HELP = (
     "Rejection fine-tuning (paper §4.2): next-token loss on exactly the tokens the policy sampled in the input "
@@ -45,6 +45,9 @@ def _rft(
         bool | None, _opt("Mask assistant turns flagged format_error.", "--mask-format-errors/--train-format-errors")
     ] = None,
     rerender: Annotated[bool | None, _opt("Re-render with the chat template when token ids cannot be used.")] = None,
+    skip_unrebuildable: Annotated[
+        bool | None, _opt("Drop (and count) trajectories whose token ids cannot be rebuilt (prefix_ok false).")
+    ] = None,
     max_steps: Annotated[int | None, _opt("Stop after this many optimizer steps.")] = None,
     seed: Annotated[int | None, _opt("Seed for the shuffle and the engine.")] = None,
     shuffle: Annotated[bool | None, _opt("Shuffle sequences (seeded) before cutting them into steps.")] = None,
@@ -62,9 +65,7 @@ def _rft(
     save_every: Annotated[int | None, _opt("Resumable DeepSpeed checkpoint every N steps (0: none).")] = None,
     resume: Annotated[bool | None, _opt("Continue from the last checkpoint under OUTPUT/ds_checkpoints.")] = None,
     metrics: Annotated[str | None, _opt("Metrics JSONL path (default OUTPUT/metrics.jsonl).")] = None,
-    report_to: Annotated[str | None, _opt("Also log to: none, tensorboard (beside metrics.jsonl) or wandb.")] = None,
-    tensorboard: TENSORBOARD = None,
-    wandb: WANDB = False,
+    report_to: Annotated[str | None, _opt("Also log to: none, tensorboard or wandb.")] = None,
 ) -> None:
     from swerl_cli.config import resolve_config
     from swerl_cli.errors import ConfigError
@@ -72,7 +73,6 @@ def _rft(
     from swerl_cli.training import dist
     from swerl_cli.training.rft import run_rft
     from swerl_cli.training.rft_config import RftConfig
-    from swerl_cli.training.trackers import TrackerSpec
     from swerl_cli.training.train_config import field_names
 
     flags = {k: v for k, v in locals().items() if k in field_names(RftConfig)}
@@ -86,7 +86,7 @@ def _rft(
             f"{m['tokens_per_s']:.0f} tok/s  masked {m['masked_share']:.0%}"
         )
 
-    summary = run_rft(cfg, read_many(inputs or []), on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
+    summary = run_rft(cfg, read_many(inputs or []), on_step=progress)
     if dist.is_main():
         d = summary["data"]
         err_console.print(

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from swerl_cli.errors import PolicyError
+from swerl_cli.policy.tokens import TokenState
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,10 @@ class Completion:
     tool_calls: list[dict[str, Any]] | None = None
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    # Token-in/token-out turns (after turn 0): the ids between the previous turn's sampled ids and this prompt's
+    # end (closing tokens first, `n_closing` of them, then the new messages); prompt_token_ids is then None.
+    delta_token_ids: list[int] | None = None
+    n_closing: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,8 @@ class EpisodeInfo:
     run: str
     task: dict[str, Any]
     max_context_tokens: int | None = None
+    # The conversation as tokens, kept by a token-in/token-out backend between this episode's turns.
+    tokens: TokenState = field(default_factory=lambda: TokenState(), compare=False, hash=False, repr=False)
 
 
 class ContextLimitError(PolicyError):

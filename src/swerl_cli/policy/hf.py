@@ -19,6 +19,7 @@ from typing import Any
 
 from swerl_cli.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
+from swerl_cli.policy.tokens import TurnPrompt, TurnPrompter
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
@@ -60,6 +61,32 @@ def render_ids(
     return [int(t) for t in out]
 
 
+def forward_logprobs(model: str, ids: list[int]) -> list[float]:
+    """log p(ids[i] | ids[:i]) for i >= 1 from one fp32 forward pass of checkpoint `model` (the trainer's view)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    m = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+    with torch.no_grad():
+        lps = torch.log_softmax(m(torch.tensor([ids])).logits[0, :-1].float(), dim=-1)
+    return [float(lps[i, t]) for i, t in enumerate(ids[1:])]
+
+
+def local_prompter(tokenizer: Any) -> TurnPrompter:
+    """Token-in/token-out turn prompts rendered with a local tokenizer's chat template."""
+    return TurnPrompter(
+        lambda messages, gen, tools: render_ids(tokenizer, messages, add_generation_prompt=gen, tools=tools),
+        lambda text: tokenizer.encode(text, add_special_tokens=False),
+    )
+
+
+def prompt_fields(tp: TurnPrompt) -> dict[str, Any]:
+    """The Completion fields of a turn prompt: the full prompt on turn 0 (or a full render), the delta after."""
+    if tp.delta is None:
+        return {"prompt_token_ids": list(tp.ids), "delta_token_ids": None, "n_closing": 0}
+    return {"prompt_token_ids": None, "delta_token_ids": tp.delta, "n_closing": tp.n_closing}
+
+
 class HFPolicy:
     """transformers `generate` on one local model; returns exact prompt ids, sampled ids and their logprobs."""
 
@@ -83,6 +110,7 @@ class HFPolicy:
         self._eos: set[int] = set()
         self._thread_lock = threading.Lock()
         self._lock: asyncio.Lock | None = None
+        self._prompter: TurnPrompter | None = None
 
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
@@ -108,19 +136,11 @@ class HFPolicy:
         if self._tok.eos_token_id is not None:
             self._eos.add(int(self._tok.eos_token_id))
 
-    def _generate(
-        self,
-        messages: list[dict[str, Any]],
-        sampling: Sampling,
-        tools: list[dict[str, Any]] | None,
-        max_context: int | None,
-    ) -> Completion:
+    def _generate(self, prompt: list[int], sampling: Sampling, tools: Any, max_context: int | None) -> Completion:
         import torch
 
         with self._thread_lock:
-            self._load()
             t0 = time.perf_counter()
-            prompt = render_ids(self._tok, messages, add_generation_prompt=True, tools=tools)
             max_new = reply_budget(len(prompt), sampling, max_context)
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)
@@ -156,11 +176,14 @@ class HFPolicy:
                 token_ids=ids,
                 logprobs=logprobs,
                 finish_reason="tool_calls" if calls else finish,
-                prompt_token_ids=prompt,
                 tool_calls=calls,
                 usage={"prompt_tokens": len(prompt), "completion_tokens": len(ids)},
                 latency_s=time.perf_counter() - t0,
             )
+
+    def _load_locked(self) -> None:
+        with self._thread_lock:
+            self._load()
 
     async def acomplete(
         self,
@@ -170,12 +193,23 @@ class HFPolicy:
         tools: list[dict[str, Any]] | None = None,
         episode: EpisodeInfo | None = None,
     ) -> Completion:
-        """Sample one turn in a worker thread (one generate at a time per model)."""
+        """Build the prompt token-in/token-out, then sample one turn in a worker thread (one generate at a time)."""
         if self._lock is None:
             self._lock = asyncio.Lock()
+        if self._model is None:
+            await asyncio.to_thread(self._load_locked)
+        if self._prompter is None:
+            self._prompter = local_prompter(self._tok)
+        state = episode.tokens if episode is not None else None
+        tp = await self._prompter.build(messages, tools, state)
         max_context = episode.max_context_tokens if episode is not None else None
         async with self._lock:
-            return await asyncio.to_thread(self._generate, messages, sampling, tools, max_context)
+            comp = await asyncio.to_thread(self._generate, tp.ids, sampling, tools, max_context)
+        for name, value in prompt_fields(tp).items():
+            setattr(comp, name, value)
+        if state is not None and comp.token_ids is not None:
+            state.commit(comp.token_ids)
+        return comp
 
     async def aclose(self) -> None:
         """Drop the model."""

@@ -1,10 +1,14 @@
-"""`openai` policy: async HTTP to OpenAI-compatible /v1/chat/completions servers (vLLM, SGLang, the test server).
+"""`openai` policy: async HTTP to OpenAI-compatible servers (vLLM, SGLang, the test server).
 
-Against vLLM it asks for the exact token ids (`return_token_ids`) and the sampled tokens' logprobs, so the
-trajectory holds what the sampler produced. Retries 429/5xx/connection errors with exponential backoff; every
-request has a hard timeout; several base URLs share the load (least requests in flight, ties round robin), and
-one that just failed is left out for a cool-down while another is healthy, so a dead server costs one failed request
-per cool-down instead of half of all attempts.
+Against a vLLM server (detected on first use by its `/tokenize` route) episodes are token-in/token-out: turn prompts
+are built as token ids (the server's chat template renders only the new messages) and sent to `/v1/completions`,
+which takes token-id prompts and returns the sampled ids and their logprobs. Any other server gets
+`/v1/chat/completions`; with `vllm_extras` it is still asked for token ids (`return_token_ids`), and each turn's
+`prefix_ok` records whether its prompt extended the previous one.
+
+Retries 429/5xx/connection errors with exponential backoff; every request has a hard timeout; several base URLs
+share the load (least requests in flight, ties round robin), and one that just failed is left out for a cool-down
+while another is healthy, so a dead server costs one failed request per cool-down instead of half of all attempts.
 """
 
 from __future__ import annotations
@@ -13,13 +17,17 @@ import asyncio
 import os
 import random
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 
 from swerl_cli.errors import ConfigError, PolicyError
-from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
+from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
+from swerl_cli.policy.hf import parse_tool_calls, prompt_fields
+from swerl_cli.policy.tokens import TurnPrompter
 
+T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _CONTEXT_HINTS = ("maximum context length", "context length", "too long", "max_model_len", "context_length")
 
@@ -70,6 +78,9 @@ class OpenAIPolicy:
         self._down_until = [0.0] * len(self.base_urls)  # monotonic time before which a failed URL is avoided
         self._next = 0
         self._client: httpx.AsyncClient | None = None
+        self.token_mode: bool | None = None  # token-id prompts (a vLLM server); None until probed
+        self._detecting: asyncio.Future[bool | None] | None = None
+        self._prompter = TurnPrompter(self._render, self._encode)
 
     def spread(self, key: int) -> None:
         """Start the round robin at URL `key % n`: a policy built for one episode (a cluster worker builds one per
@@ -83,6 +94,7 @@ class OpenAIPolicy:
             "model": self.model,
             "version": self.version or self.model,
             "base_urls": list(self.base_urls),
+            "token_prompts": bool(self.token_mode),
         }
 
     def _client_for_loop(self) -> httpx.AsyncClient:
@@ -146,8 +158,104 @@ class OpenAIPolicy:
         tools: list[dict[str, Any]] | None = None,
         episode: EpisodeInfo | None = None,
     ) -> Completion:
-        """POST one chat completion, retrying transient failures; raise PolicyError when retries run out."""
-        body = self.body(messages, sampling, tools)
+        """One turn: token-id prompt to /completions against vLLM, chat completion otherwise; transient failures are
+        retried and PolicyError is raised when retries run out."""
+        if self.token_mode is None:
+            if self._detecting is None:  # one probe for all the episodes that start together
+                self._detecting = asyncio.ensure_future(self._detect())
+            try:
+                self.token_mode = await asyncio.shield(self._detecting)
+            finally:
+                self._detecting = None if self.token_mode is None else self._detecting
+        if self.token_mode:
+            return await self._complete_tokens(messages, sampling, tools, episode)
+        return await self._request("/chat/completions", self.body(messages, sampling, tools), parse_response)
+
+    async def _detect(self) -> bool | None:
+        """True when the server tokenizes like vLLM (POST /tokenize at its root): it then gets token-id prompts.
+        The first URL that answers decides; None (ask again next turn) when none answers."""
+        if not self.vllm_extras:
+            return False
+        client = self._client_for_loop()
+        body = {"model": self.model, "prompt": "a", "add_special_tokens": False}
+        for base in self.base_urls:
+            try:
+                resp = await client.post(f"{_root(base)}/tokenize", json=body, timeout=30)
+            except httpx.HTTPError:
+                continue
+            try:
+                return resp.status_code == 200 and isinstance(resp.json().get("tokens"), list)
+            except (ValueError, AttributeError):
+                return False
+        return None
+
+    async def _render(
+        self, messages: list[dict[str, Any]], add_generation_prompt: bool, tools: list[dict[str, Any]] | None
+    ) -> list[int]:
+        """The server's chat template applied to `messages`, as token ids."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            "add_generation_prompt": add_generation_prompt,
+            "add_special_tokens": False,
+        }
+        if tools:
+            body["tools"] = tools
+        return await self._request("/tokenize", body, _tokens, root=True)
+
+    async def _encode(self, text: str) -> list[int]:
+        body = {"model": self.model, "prompt": text, "add_special_tokens": False}
+        return await self._request("/tokenize", body, _tokens, root=True)
+
+    async def _complete_tokens(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        tools: list[dict[str, Any]] | None,
+        episode: EpisodeInfo | None,
+    ) -> Completion:
+        state = episode.tokens if episode is not None else None
+        tp = await self._prompter.build(messages, tools, state)
+        max_new = reply_budget(len(tp.ids), sampling, episode.max_context_tokens if episode is not None else None)
+        body = self.token_body(tp.ids, sampling, max_new)
+        n_prompt = len(tp.ids)
+        comp = await self._request("/completions", body, lambda data, lat: parse_token_response(data, n_prompt, lat))
+        if tools:
+            comp.tool_calls = parse_tool_calls(comp.text)
+            comp.finish_reason = "tool_calls" if comp.tool_calls else comp.finish_reason
+        for name, value in prompt_fields(tp).items():
+            setattr(comp, name, value)
+        if state is not None:
+            state.commit(comp.token_ids or [])
+        return comp
+
+    def token_body(self, prompt: list[int], sampling: Sampling, max_new: int) -> dict[str, Any]:
+        """A /completions body with a token-id prompt; every sampling parameter explicit."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": prompt,
+            "n": 1,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "top_k": sampling.top_k,
+            "min_p": sampling.min_p,
+            "repetition_penalty": sampling.repetition_penalty,
+            "max_tokens": max_new,
+            "logprobs": 0,
+            "return_token_ids": True,
+            "skip_special_tokens": True,
+        }
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        return body
+
+    async def _request(
+        self, path: str, body: dict[str, Any], parse: Callable[[Any, float], T], *, root: bool = False
+    ) -> T:
+        """POST `body` to `path` under a base URL (its root with `root`) and `parse(json, latency)` the reply,
+        retrying transient failures (a reply `parse` rejects with ValueError included, like a 5xx)."""
         client = self._client_for_loop()
         last = "no attempt"
         healthy_left = False  # the last failure left another URL healthy: retry there at once
@@ -156,7 +264,8 @@ class OpenAIPolicy:
                 delay = self.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
                 await asyncio.sleep(min(delay, 60.0))
             i = self._pick()
-            url = f"{self.base_urls[i]}/chat/completions"
+            base = _root(self.base_urls[i]) if root else self.base_urls[i]
+            url = f"{base}{path}"
             self._in_flight[i] += 1
             t0 = time.perf_counter()
             try:
@@ -177,13 +286,14 @@ class OpenAIPolicy:
             if resp.status_code != 200:
                 raise PolicyError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
             try:
-                completion = parse_response(resp.json(), latency)
+                out = parse(resp.json(), latency)
             except ValueError as e:  # garbage, empty or half a body: a broken server or proxy, retried like a 5xx
-                last = f"{url}: malformed chat completion response: {e}"
+                what = {"/chat/completions": "chat completion", "/completions": "completion"}.get(path, path[1:])
+                last = f"{url}: malformed {what} response: {e}"
                 healthy_left = self._failed(i, attempt)
                 continue
             self._down_until[i] = 0.0
-            return completion
+            return out
         raise PolicyError(f"gave up after {self.max_retries + 1} attempts: {last}")
 
     async def aclose(self) -> None:
@@ -191,6 +301,49 @@ class OpenAIPolicy:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        self._detecting = None
+
+
+def _root(base_url: str) -> str:
+    """The server root of a `.../v1` base URL (vLLM serves /tokenize there)."""
+    return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+
+
+def _tokens(data: Any, latency_s: float = 0.0) -> list[int]:
+    """The `tokens` of a /tokenize reply; ValueError (retried) when it has none."""
+    tokens = _int_list(_expect(data, dict, "body").get("tokens"), "tokens")
+    if tokens is None:
+        raise ValueError("tokens: missing")
+    return tokens
+
+
+def parse_token_response(data: Any, n_prompt: int, latency_s: float = 0.0) -> Completion:
+    """A vLLM /completions reply to a token-id prompt (`return_token_ids`, `logprobs: 0`) as a Completion;
+    ValueError (retried) on a reply of the wrong shape."""
+    choices = _expect(_expect(data, dict, "body").get("choices"), list, "choices")
+    if not choices:
+        raise ValueError("choices: empty")
+    choice = _expect(choices[0], dict, "choices[0]")
+    token_ids = _int_list(choice.get("token_ids"), "choices[0].token_ids")
+    if token_ids is None:
+        raise ValueError("choices[0].token_ids: missing (the server ignored return_token_ids)")
+    lp = choice.get("logprobs") or {}
+    values = lp.get("token_logprobs") if isinstance(lp, dict) else None
+    try:
+        logprobs = [float(v) for v in values] if values else None
+    except (TypeError, ValueError):
+        logprobs = None
+    if logprobs is not None and len(logprobs) != len(token_ids):
+        logprobs = None  # misaligned: keep ids exact rather than guess
+    finish = choice.get("finish_reason") or "stop"
+    return Completion(
+        text=_expect(choice.get("text") or "", str, "choices[0].text"),
+        token_ids=token_ids,
+        logprobs=logprobs,
+        finish_reason="length" if finish == "length" else "stop",
+        usage={"prompt_tokens": n_prompt, "completion_tokens": len(token_ids)},
+        latency_s=latency_s,
+    )
 
 
 def _wire_message(m: dict[str, Any]) -> dict[str, Any]:

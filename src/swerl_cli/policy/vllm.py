@@ -14,7 +14,8 @@ from typing import Any
 
 from swerl_cli.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
-from swerl_cli.policy.hf import load_tokenizer, parse_tool_calls, render_ids
+from swerl_cli.policy.hf import load_tokenizer, local_prompter, parse_tool_calls, prompt_fields
+from swerl_cli.policy.tokens import TurnPrompter
 
 
 class VLLMPolicy:
@@ -38,6 +39,7 @@ class VLLMPolicy:
         self.engine_kwargs = dict(engine_kwargs or {})
         self._engine: Any = None
         self._tok: Any = None
+        self._prompter: TurnPrompter | None = None
         self._request_ids = itertools.count()
 
     def describe(self) -> dict[str, Any]:
@@ -57,6 +59,7 @@ class VLLMPolicy:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self._tok = load_tokenizer(self.model)
+        self._prompter = local_prompter(self._tok)
         try:
             self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **self.engine_kwargs))
         except (TypeError, ValueError, RuntimeError) as e:
@@ -93,7 +96,10 @@ class VLLMPolicy:
         """Submit one request to the shared engine and await its final output."""
         self._start()
         t0 = time.perf_counter()
-        prompt = render_ids(self._tok, messages, add_generation_prompt=True, tools=tools)
+        assert self._prompter is not None
+        state = episode.tokens if episode is not None else None
+        tp = await self._prompter.build(messages, tools, state)
+        prompt = tp.ids
         max_new = reply_budget(len(prompt), sampling, episode.max_context_tokens if episode is not None else None)
         rid = f"swerl-{next(self._request_ids)}"
         if episode is not None:
@@ -111,7 +117,12 @@ class VLLMPolicy:
             raise PolicyError(f"vLLM rejected the request: {text.splitlines()[0]}") from None
         if final is None or not final.outputs:
             raise PolicyError(f"vLLM returned no output for request {rid}")
-        return completion_from_output(final.outputs[0], prompt, tools, time.perf_counter() - t0)
+        comp = completion_from_output(final.outputs[0], prompt, tools, time.perf_counter() - t0)
+        for name, value in prompt_fields(tp).items():
+            setattr(comp, name, value)
+        if state is not None:
+            state.commit(comp.token_ids or [])
+        return comp
 
     async def aclose(self) -> None:
         """Shut the engine down (its worker processes exit)."""

@@ -38,6 +38,8 @@ class DapoConfig(TrainConfig):
     # Guard rails.
     allow_biased_sampling: bool = False
     allow_mixed_versions: bool = False
+    rerender: bool = False  # re-render with the chat template when token ids cannot be rebuilt (prefix_ok false)
+    skip_unrebuildable: bool = False  # or drop such trajectories and count them (counts.samples_skipped_unrebuildable)
     logprob_diff_warn: float = 0.1  # warn when mean |logp_trainer - logp_sampler| exceeds this ...
     logprob_diff_jump: float = 2.0  # ... or exceeds this factor times the previous iteration's value
     shuffle: bool = True  # shuffle kept samples before splitting them into optimizer steps

@@ -59,10 +59,21 @@ class DataStats:
     truncated: int = 0
     dropped_too_long: int = 0
     rerendered: int = 0
+    skipped_unrebuildable: int = 0
     tokens: int = 0
     trainable_tokens: int = 0
     format_error_turns_masked: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class UnrebuildableError(InputError):
+    """A turn with `prefix_ok: false`: the token sequence cannot be rebuilt without re-rendering."""
+
+
+UNREBUILDABLE_HINT = (
+    "false: the sequence cannot be rebuilt from token ids; pass --rerender (re-render the messages with the chat "
+    "template) or --skip-unrebuildable (drop such trajectories and count them)"
+)
 
 
 def _int_list(loc: Located, path: str, value: Any) -> list[int]:
@@ -93,10 +104,7 @@ def sample_from_tokens(loc: Located, turns: list[dict[str, Any]], mask_format_er
             glue = _int_list(loc, f"{where}.prompt_token_ids", turn.get("prompt_token_ids"))
         else:
             if turn.get("prefix_ok") is False:
-                raise loc.error(
-                    f"{where}.prefix_ok",
-                    "false: the sequence cannot be rebuilt from token ids; pass --rerender to use the chat template",
-                )
+                raise UnrebuildableError(loc.source, loc.line, f"{where}.prefix_ok", UNREBUILDABLE_HINT)
             glue = _int_list(loc, f"{where}.delta_token_ids", turn.get("delta_token_ids"))
         toks = _int_list(loc, f"{where}.token_ids", turn.get("token_ids"))
         lp = turn.get("logprobs")
@@ -138,9 +146,14 @@ def sample_from_messages(loc: Located, tokenizer: Any, mask_format_errors: bool,
     """Render `messages` with the chat template and keep the assistant spans (checked against the messages)."""
     check_generation_template(tokenizer, f"{loc.source}:{loc.line}")
     messages = require(loc, "messages", list)
-    out = tokenizer.apply_chat_template(
-        messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, add_generation_prompt=False
-    )
+    if not messages:
+        raise loc.error("messages", "empty: there is no conversation to render")
+    try:
+        out = tokenizer.apply_chat_template(
+            messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, add_generation_prompt=False
+        )
+    except (ValueError, TypeError, KeyError) as e:  # the template rejects the conversation (jinja errors included)
+        raise loc.error("messages", f"the chat template cannot render them: {str(e).splitlines()[0]}") from None
     ids = list(out["input_ids"])
     amask = list(out["assistant_masks"])
     spans = _runs(amask)
@@ -237,6 +250,7 @@ def load_samples(
     skip_invalid: bool = False,
     mask_format_errors: bool = True,
     rerender: bool = False,
+    skip_unrebuildable: bool = False,
 ) -> tuple[list[Sample], DataStats]:
     """Turn an iterable of Located records into samples, applying length policy and counted skips."""
     stats = DataStats()
@@ -247,6 +261,11 @@ def load_samples(
             sample = trajectory_to_sample(
                 loc, tokenizer, mask_format_errors=mask_format_errors, rerender=rerender, stats=stats
             )
+        except UnrebuildableError:
+            if not skip_unrebuildable and not skip_invalid:
+                raise
+            stats.skipped_unrebuildable += 1
+            continue
         except InputError as e:
             if not skip_invalid or e.field == "schema":
                 raise

@@ -32,6 +32,7 @@ class RftConfig(TrainConfig):
     skip_invalid: bool = False
     mask_format_errors: bool = True  # paper Figure 2: format-error turns are not trained on
     rerender: bool = False  # re-render with the chat template when token ids cannot be rebuilt (prefix_ok false)
+    skip_unrebuildable: bool = False  # or drop such trajectories and count them (data.skipped_unrebuildable)
     # Outputs.
     save_every: int = 0  # steps between resumable DeepSpeed checkpoints (0: only at the end)
     keep_checkpoints: int = 2

@@ -141,6 +141,7 @@ def build_tiny_model(
     intermediate_size: int = 128,
     num_heads: int = 4,
     num_kv_heads: int = 2,
+    tie_embeddings: bool = True,
 ) -> Path:
     """Write tokenizer + random-weight Qwen2 (default hidden 64, 2 layers) to `out_dir` with save_pretrained.
 
@@ -163,7 +164,7 @@ def build_tiny_model(
         num_attention_heads=num_heads,
         num_key_value_heads=num_kv_heads,
         max_position_embeddings=32768,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_embeddings,
         bos_token_id=None,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
@@ -177,11 +178,18 @@ def build_tiny_model(
     return out
 
 
+# vLLM's CPU attention rejects head_dim 16 (the default's 64 / 4 heads): `--vllm` writes the same model size with
+# 2 heads and 1 KV head (head_dim 32), which the real-vLLM tests and the RL loop on CPU serve. Its embeddings are
+# untied: vLLM 0.32's in-place weight reload keeps the old LM head of a tied model (the probe check catches it).
+VLLM_SHAPE = {"num_heads": 2, "num_kv_heads": 1, "tie_embeddings": False}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m swerl_cli.training.tiny OUT_DIR [--seed N] [--force]`: idempotent unless --force."""
+    """`python -m swerl_cli.training.tiny OUT_DIR [--seed N] [--vllm] [--force]`: idempotent unless --force."""
     args = list(sys.argv[1:] if argv is None else argv)
     force = "--force" in args
-    args = [a for a in args if a != "--force"]
+    shape = VLLM_SHAPE if "--vllm" in args else {}
+    args = [a for a in args if a not in ("--force", "--vllm")]
     seed = 0
     if "--seed" in args:
         i = args.index("--seed")
@@ -194,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if (out / "config.json").is_file() and (out / "swerl_tiny_model.json").is_file() and not force:
         sys.stderr.write(f"tiny model already at {out} (use --force to rebuild)\n")
         return 0
-    build_tiny_model(out, seed=seed)
+    build_tiny_model(out, seed=seed, **shape)
     sys.stderr.write(f"tiny model written to {out}\n")
     return 0
 

@@ -1,0 +1,114 @@
+"""Token-in/token-out rollouts on the real vLLM engine: the OpenAI server (token-id prompts to /v1/completions)
+and the offline AsyncLLM engine, then `collect | grade | dapo` without any flag."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from swerl_cli.policy.tokens import rebuild_sequence
+from tests.conftest import EXAMPLES, run_swerl
+from tests.vllm.conftest import VLLM_ENV
+
+pytestmark = pytest.mark.docker
+TASKS = EXAMPLES / "tasks.jsonl"
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def trainer_logprobs(model: Path, ids: list[int]) -> list[float]:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    m = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32).eval()
+    with torch.no_grad():
+        lps = torch.log_softmax(m(torch.tensor([ids])).logits[0, :-1].float(), dim=-1)
+    return [float(lps[i, t]) for i, t in enumerate(ids[1:])]
+
+
+def check_token_exact(model: Path, recs: list[dict]) -> None:
+    """Every turn prefix-preserving, ids and logprobs aligned, first-turn sampler/trainer gap below 1e-4."""
+    assert recs
+    for r in recs:
+        assert r["exit_status"] != "error", r["error"]
+        turns = r["turns"]
+        assert len(turns) >= 2  # later turns exist, so the token-in/token-out path ran
+        assert all(t["prefix_ok"] for t in turns)
+        assert all(t["logprobs"] is not None and len(t["logprobs"]) == len(t["token_ids"]) for t in turns)
+        assert all(t["delta_token_ids"] and t["prompt_token_ids"] is None for t in turns[1:])
+        seq = rebuild_sequence(turns)  # the training sequence: no re-tokenisation anywhere
+        assert len(seq) == turns[-1]["n_prompt_tokens"] + len(turns[-1]["token_ids"])
+        first = turns[0]
+        n = len(first["prompt_token_ids"])
+        trainer = trainer_logprobs(model, first["prompt_token_ids"] + first["token_ids"])[n - 1 :]
+        gap = max(abs(a - b) for a, b in zip(trainer, first["logprobs"], strict=True))
+        assert gap < 1e-4, gap
+
+
+def one_task(tmp_path: Path) -> Path:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(TASKS.read_text().splitlines(keepends=True)[0])
+    return tasks
+
+
+def test_openai_backend_sends_token_id_prompts_to_vllm(vllm_server, tmp_path):
+    out = tmp_path / "traj.jsonl"
+    res = run_swerl(
+        "collect", str(one_task(tmp_path)), "--policy", "openai", "--model", "swerl-policy",
+        "--base-url", f"{vllm_server.url}/v1",
+        "--samples", "2", "--max-turns", "3", "--max-new-tokens", "24", "--run", "i13-vllm-openai", "--seed", "3",
+        "-o", str(out),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    recs = records(out)
+    assert len(recs) == 2
+    assert all(r["policy"]["token_prompts"] is True for r in recs)
+    check_token_exact(vllm_server.model, recs)
+    # Turns were cut by --max-new-tokens; the next turn's delta starts with the template's closing tokens, which
+    # were added (not sampled): <|im_end|> and the newline after it.
+    assert any(t["finish_reason"] == "length" for r in recs for t in r["turns"][:-1])
+    for r in recs:
+        for a, b in zip(r["turns"], r["turns"][1:], strict=False):
+            if a["finish_reason"] == "length":
+                assert b["n_closing_tokens"] == 2
+
+
+def test_collect_grade_dapo_without_flags(vllm_server, tmp_path):
+    traj, graded, ckpt = tmp_path / "traj.jsonl", tmp_path / "graded.jsonl", tmp_path / "ckpt1"
+    res = run_swerl(
+        "collect", str(one_task(tmp_path)), "--policy", "openai", "--model", "swerl-policy",
+        "--base-url", f"{vllm_server.url}/v1",
+        "--samples", "4", "--max-turns", "2", "--max-new-tokens", "16", "--run", "i13-vllm-dapo", "--seed", "5",
+        "-o", str(traj),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    res = run_swerl("grade", str(traj), "-o", str(graded), "--workers", "2")
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    res = run_swerl(
+        "dapo", str(graded), "--model", str(vllm_server.model), "--output", str(ckpt), "--group-size", "4",
+        "--t-max", "2", "--l-thr", "1", "--batch-size", "4", "--max-seq-len", "4096",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    summary = json.loads(res.stdout.decode().strip().splitlines()[-1])
+    assert summary["counts"]["samples_skipped_unrebuildable"] == 0
+    assert (ckpt / "config.json").is_file()
+
+
+def test_offline_vllm_engine_collects_token_exact_turns(vllm_model, tmp_path):
+    cfg = tmp_path / "collect.yaml"
+    cfg.write_text("vllm_engine_args:\n  dtype: float32\n  max_model_len: 4096\n")
+    out = tmp_path / "traj.jsonl"
+    res = run_swerl(
+        "collect", str(one_task(tmp_path)), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
+        "--samples", "2", "--max-turns", "3", "--max-new-tokens", "24", "--run", "i13-vllm-offline", "--seed", "7",
+        "-o", str(out), env=VLLM_ENV, timeout=900,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    recs = records(out)
+    assert len(recs) == 2
+    assert all(r["policy"]["backend"] == "vllm" for r in recs)
+    check_token_exact(vllm_model, recs)
