@@ -45,7 +45,7 @@ def group_advantages(rewards: list[float], std: str = "population", delta: float
 
 
 @dataclass(slots=True)
-class Sample:
+class ScoredRollout:
     """One graded trajectory chosen for the update, with its reward decomposition and advantage."""
 
     loc: Located
@@ -63,7 +63,7 @@ class Sample:
 class Selection:
     """The kept samples plus the counts a summary reports."""
 
-    samples: list[Sample] = field(default_factory=list)
+    samples: list[ScoredRollout] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     rewards: list[float] = field(default_factory=list)  # every valid sample's R_final (before dropping)
     test_rewards: list[float] = field(default_factory=list)
@@ -100,7 +100,7 @@ def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
         "resolved": 0,
         "max_turns": 0,
     }
-    groups: dict[tuple[str, str], list[Sample]] = {}
+    groups: dict[tuple[str, str], list[ScoredRollout]] = {}
     first_version: tuple[str | None, Located] | None = None
     for loc in records:
         c["records"] += 1
@@ -136,7 +136,7 @@ def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
             )
         test_reward = 1.0 if resolved else 0.0
         penalty = step_penalty(turns, cfg.l_thr, cfg.t_max)
-        s = Sample(loc, run, iid, sample, turns, test_reward, penalty, test_reward + penalty)
+        s = ScoredRollout(loc, run, iid, sample, turns, test_reward, penalty, test_reward + penalty)
         key = (run, iid)
         if any(o.sample == sample for o in groups.get(key, ())):
             raise loc.error("sample", f"duplicate sample {sample} in group run={run!r} instance_id={iid!r}")
