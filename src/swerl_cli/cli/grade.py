@@ -23,7 +23,7 @@ from swerl_cli.config import resolve_config
 from swerl_cli.executor import node_label, open_executor, ray_address
 from swerl_cli.grading.engine import grade_records, load_tasks
 from swerl_cli.grading.grade import GradeConfig
-from swerl_cli.grading.report import Report
+from swerl_cli.grading.summary import GradeSummary
 from swerl_cli.outputs import open_output
 from swerl_cli.rows import read_many_rows, read_rows
 
@@ -92,7 +92,7 @@ def _grade(
     )
     apply_images(cfg, "grade")
     task_map = load_tasks(read_rows(tasks)) if tasks else None
-    summary = Report()
+    summary = GradeSummary()
     skipped: list[str] = []
     inputs = inputs or []
     # The cluster is joined before the output is touched: an unreachable one writes nothing.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-class Report:
+class GradeSummary:
     """Accumulates graded records; `to_json()` gives the summary. Ids are record ids (`instance/model` for rows)."""
 
     def __init__(self) -> None:
