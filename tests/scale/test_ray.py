@@ -241,6 +241,27 @@ def test_sigint_removes_every_container_and_resume_completes(
     assert _containers(run) == []
 
 
+def test_sigterm_on_grade_cancels_remote_work(cluster: Cluster, example_tasks: Path, tmp_path: Path) -> None:
+    gold = run_swerl("collect", str(example_tasks), "--policy", "gold", "--concurrency", "4", timeout=600)
+    assert gold.returncode == 0, gold.stderr.decode()[-3000:]
+    run = f"term-{os.getpid()}"
+    proc = subprocess.Popen(
+        [*SWERL, "grade", "--workers", "4", "--run-id", run, "--ray", cluster.address],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cluster.env,
+    )
+    proc.stdin.write(gold.stdout)
+    proc.stdin.flush()  # left open: the driver keeps waiting for more input while it grades
+    _wait_for(lambda: len(_containers(run)) >= 1, 300)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 143, err.decode()[-3000:]
+    assert err.decode().strip().splitlines()[-1] == "swerl grade: terminated by SIGTERM"
+    assert _containers(run) == []
+
+
 def test_lost_node_mid_run_keeps_every_id_once(cluster: Cluster, example_tasks: Path, tmp_path: Path) -> None:
     """Runs last: it kills node b (its raylet and so its workers) while episodes run on it."""
     out, run = tmp_path / "traj.jsonl", f"lost-{os.getpid()}"

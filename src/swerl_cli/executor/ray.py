@@ -10,7 +10,9 @@ worker removes its sandboxes) and then run a cleanup on every live node.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
@@ -68,10 +70,18 @@ def connect(address: str) -> bool:
     if address.startswith("ray://"):
         raise ConfigError("--ray: Ray Client addresses (ray://) are not supported; give the head's HOST:PORT")
     _precheck(address)
+    # Ray's core worker installs its own SIGTERM handler (log a stack, then abort): the driver's own handlers go back
+    # so SIGTERM takes the same path as Ctrl-C (cancel remote work, clean every node, exit 128 + 15).
+    main = threading.current_thread() is threading.main_thread()
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} if main else {}
     try:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, include_dashboard=False)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
         raise ConfigError(f"cannot reach the Ray cluster at {address}: {_first_line(e)}") from None
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
     return True
 
 
