@@ -10,13 +10,13 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup venv vllm docker-engine registry base-image example-images tiny-model rft test test-gpu lint bench docs demo clean
+.PHONY: help setup venv vllm docker-engine registry base-image example-images tiny-model browser rft test test-gpu lint bench docs demo clean
 
 help:  ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- setup
-setup: venv vllm docker-engine registry base-image example-images tiny-model  ## everything: venv, vLLM (CPU), Docker engine, registry, images, tiny models
+setup: venv vllm docker-engine registry base-image example-images tiny-model browser  ## everything: venv, vLLM (CPU), Docker engine, registry, images, tiny models, Chromium
 
 venv: $(VENV)/.installed  ## Python venv with the package and its train + dev + ray extras (CPU torch)
 
@@ -54,6 +54,11 @@ base-image: docker-engine  ## the registry-free sandbox base image swerl-base (d
 
 example-images: base-image venv  ## images of the bundled example tasks (cached)
 	@bash scripts/example-images.sh
+
+browser:  ## Debian's chromium: the report's browser tests run it headless
+	@command -v chromium >/dev/null || { echo "setup: installing chromium" >&2; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null; }
 
 tiny-model: .cache/tiny-model/config.json .cache/tiny-model-vllm/config.json  ## tiny random-weight Qwen2-style models + tokenizer
 

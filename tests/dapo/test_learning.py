@@ -24,7 +24,7 @@ from tests.conftest import EXAMPLES, ROOT, run_swerl
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.train]
 
-PROMPTS = Path(__file__).parent / "toy-prompts.yaml"
+PROMPTS = EXAMPLES / "toy-prompts.yaml"
 CANDIDATES = ("sed -i '/upper/d' greet/core.py", "sed -i '/Hello/d' greet/core.py", "cat greet/core.py", "ls")
 ITERS = 8
 

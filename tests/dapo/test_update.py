@@ -14,6 +14,7 @@ import pytest
 
 from swerl_cli.training.dist import free_port
 from tests.records import rollout
+from tests.training.tb import read_scalars
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
@@ -69,7 +70,7 @@ def updates(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     full, kept = tmp / "full.jsonl", tmp / "kept.jsonl"
     full.write_text("".join(json.dumps(r) + "\n" for r in _records(True)))
     kept.write_text("".join(json.dumps(r) + "\n" for r in _records(False)))
-    one = _dapo(full, tiny_model, tmp / "one", 1)
+    one = _dapo(full, tiny_model, tmp / "one", 1, "--tensorboard", str(tmp / "tb"))
     two = _dapo(kept, tiny_model, tmp / "two", 2)
     return {"one": one, "two": two, "dir": tmp}
 
@@ -110,6 +111,19 @@ def test_update_summary_reports_on_policy_first_step_and_clipping(updates):
 
 def test_next_iteration_carries_optimizer_state(updates):
     one = updates["one"]
-    nxt = _dapo(updates["dir"] / "full.jsonl", Path(one["checkpoint"]), updates["dir"] / "next", 1)
+    tb = updates["dir"] / "tb"
+    nxt = _dapo(
+        updates["dir"] / "full.jsonl", Path(one["checkpoint"]), updates["dir"] / "next", 1, "--tensorboard", str(tb)
+    )
     assert nxt["config"]["dapo"]["optimizer_state_carried"] is True
     assert nxt["steps"] == 2
+    # TensorBoard: both updates in one log dir, step metrics under their metrics.jsonl names, steps global over the run
+    rows = [json.loads(x) for f in (one, nxt) for x in Path(f["metrics_file"]).read_text().splitlines()]
+    events = read_scalars(tb)
+    names = {k for r in rows for k, v in r.items() if k != "step" and isinstance(v, (int, float))}
+    assert names <= set(events)
+    assert [s for s, _ in events["loss"]] == [1, 2, 3, 4]
+    assert [v for _, v in events["clip_frac_high"]] == pytest.approx([r["clip_frac_high"] for r in rows], abs=1e-6)
+    assert [v for _, v in events["grad_norm"]] == pytest.approx([r["grad_norm"] for r in rows], rel=1e-5)
+    assert events["update/resolved_rate"] == [(2, pytest.approx(0.5)), (4, pytest.approx(0.5))]
+    assert nxt["config"]["dapo"]["global_step"] == 4

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from swerl_cli.errors import ConfigError
 from tests.conftest import EXAMPLES, run_swerl
 from tests.training.fixtures import make_trajectory, write_jsonl
+from tests.training.tb import read_scalars
 
 pytestmark = pytest.mark.train
 
@@ -52,6 +55,8 @@ def test_rft_on_gold_trajectories_gives_a_checkpoint_hf_collect_runs(tiny_model:
         "truncate",
         "--lr",
         "1e-3",
+        "--tensorboard",
+        str(tmp_path / "tb"),
         timeout=600,
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
@@ -59,6 +64,12 @@ def test_rft_on_gold_trajectories_gives_a_checkpoint_hf_collect_runs(tiny_model:
     assert summary["data"]["rerendered"] == summary["data"]["samples"] > 0  # gold records carry no token ids
     assert summary["checkpoint"] == str(ckpt)
     assert (ckpt / "swerl_run_config.json").is_file()
+    # The TensorBoard events hold every numeric metrics.jsonl field under its own name, at its step.
+    rows = [json.loads(x) for x in (ckpt / "metrics.jsonl").read_text().splitlines()]
+    events = read_scalars(tmp_path / "tb")
+    assert set(events) == {k for k, v in rows[0].items() if k != "step" and isinstance(v, (int, float))}
+    assert events["loss"] == [(r["step"], pytest.approx(r["loss"], rel=1e-5)) for r in rows]
+    assert [s for s, _ in events["trainable_tokens"]] == list(range(1, summary["steps"] + 1))
     one = tmp_path / "one-task.jsonl"
     one.write_text(tasks.read_text().splitlines()[0] + "\n")
     out = tmp_path / "hf.jsonl"
@@ -82,3 +93,12 @@ def test_rft_on_gold_trajectories_gives_a_checkpoint_hf_collect_runs(tiny_model:
     assert rec["exit_status"] != "error", rec.get("error")
     assert rec["policy"]["model"] == str(ckpt)
     assert len(rec["turns"][0]["token_ids"]) > 0
+
+
+def test_wandb_missing_is_one_line_with_the_install_command(tmp_path: Path) -> None:
+    from swerl_cli.training.trackers import Trackers, TrackerSpec
+
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    with pytest.raises(ConfigError, match=r"--wandb needs the wandb package: pip install wandb"):
+        Trackers(TrackerSpec(tensorboard=str(tmp_path / "tb"), wandb=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from swerl_cli import __version__
-from swerl_cli.cli import collect, convert, dapo, eval, filter, grade, rft, sandbox, tasks, tasks_mine, template
+from swerl_cli.cli import collect, convert, dapo, eval, filter, grade, report, rft, sandbox, tasks, tasks_mine, template
 
 app = typer.Typer(
     name="swerl",
@@ -35,7 +35,7 @@ def _root(
 tasks_mine.register(tasks.app)
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(sandbox.app, name="sandbox")
-for module in (collect, grade, filter, rft, dapo, eval, template, convert):
+for module in (collect, grade, filter, rft, dapo, eval, report, template, convert):
     module.register(app)
 
 

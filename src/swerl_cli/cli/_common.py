@@ -74,6 +74,19 @@ CONFIG = Annotated[
     typer.Option("--config", "-c", metavar="YAML", help="YAML config file; explicit flags override its values."),
 ]
 
+TENSORBOARD = Annotated[
+    str | None,
+    typer.Option(
+        "--tensorboard",
+        metavar="DIR",
+        help="Also write the step metrics as TensorBoard event files under DIR, named as in metrics.jsonl.",
+    ),
+]
+WANDB = Annotated[
+    bool,
+    typer.Option("--wandb", help="Also log the step metrics to a Weights & Biases run (needs the wandb package)."),
+]
+
 
 def debug_enabled() -> bool:
     """SWERL_DEBUG=1 (or any value but 0/false): let errors keep their traceback."""

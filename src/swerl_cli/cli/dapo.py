@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, boundary, check_checkpoint_dir, err_console
+from swerl_cli.cli._common import CONFIG, INPUTS, TENSORBOARD, WANDB, boundary, check_checkpoint_dir, err_console
 
 HELP = (
     "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
@@ -68,6 +68,8 @@ def _dapo(
     allow_mixed_versions: Annotated[
         bool | None, _opt("Train on rollouts of several policy versions (off-policy).")
     ] = None,
+    tensorboard: TENSORBOARD = None,
+    wandb: WANDB = False,
     overwrite: Annotated[
         bool, _opt("Replace an existing --output directory that is not a swerl checkpoint.", "--overwrite")
     ] = False,
@@ -82,6 +84,7 @@ def _dapo(
     from swerl_cli.training import dist
     from swerl_cli.training.dapo import run_dapo
     from swerl_cli.training.dapo_config import DapoConfig
+    from swerl_cli.training.trackers import TrackerSpec
     from swerl_cli.training.train_config import field_names
 
     if not model or not output:
@@ -92,7 +95,9 @@ def _dapo(
     cfg = resolve_config(DapoConfig, config, **flags)
     if dist.world_size() > 1 and (not inputs or "-" in inputs):
         raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
-    summary = run_dapo(read_many(inputs or []), model, output, cfg, metrics_path=metrics, log=err_console.print)
+    summary = run_dapo(
+        read_many(inputs or []), model, output, cfg, metrics, err_console.print, TrackerSpec(tensorboard, wandb)
+    )
     if summary is not None:  # ranks other than 0 return None
         with RecordWriter(None) as out:
             out.write(summary)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, boundary, err_console
+from swerl_cli.cli._common import CONFIG, INPUTS, TENSORBOARD, WANDB, boundary, err_console
 
 HELP = (
     "Rejection fine-tuning (paper §4.2): next-token loss on exactly the tokens the policy sampled in the input "
@@ -65,7 +65,9 @@ def _rft(
     save_every: Annotated[int | None, _opt("Resumable DeepSpeed checkpoint every N steps (0: none).")] = None,
     resume: Annotated[bool | None, _opt("Continue from the last checkpoint under OUTPUT/ds_checkpoints.")] = None,
     metrics: Annotated[str | None, _opt("Metrics JSONL path (default OUTPUT/metrics.jsonl).")] = None,
-    report_to: Annotated[str | None, _opt("Also log to: none, tensorboard or wandb.")] = None,
+    report_to: Annotated[str | None, _opt("Also log to: none, tensorboard (beside metrics.jsonl) or wandb.")] = None,
+    tensorboard: TENSORBOARD = None,
+    wandb: WANDB = False,
 ) -> None:
     from swerl_cli.config import resolve_config
     from swerl_cli.errors import ConfigError
@@ -73,6 +75,7 @@ def _rft(
     from swerl_cli.training import dist
     from swerl_cli.training.rft import run_rft
     from swerl_cli.training.rft_config import RftConfig
+    from swerl_cli.training.trackers import TrackerSpec
     from swerl_cli.training.train_config import field_names
 
     flags = {k: v for k, v in locals().items() if k in field_names(RftConfig)}
@@ -86,7 +89,7 @@ def _rft(
             f"{m['tokens_per_s']:.0f} tok/s  masked {m['masked_share']:.0%}"
         )
 
-    summary = run_rft(cfg, read_many(inputs or []), on_step=progress)
+    summary = run_rft(cfg, read_many(inputs or []), on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
     if dist.is_main():
         d = summary["data"]
         err_console.print(

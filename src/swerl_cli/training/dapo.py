@@ -33,6 +33,7 @@ from swerl_cli.training.advantages import Selection, select_samples
 from swerl_cli.training.batching import StepPlan, plan_steps
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.loop import MetricsLog, run_steps
+from swerl_cli.training.trackers import TrackerSpec
 
 Log = Callable[[str], None]
 OPTIMIZER_STATE_DIR = "optimizer_state"  # DeepSpeed checkpoint (AdamW moments) saved inside checkpoint k+1
@@ -63,6 +64,17 @@ def previous_logprob_diff(model: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def previous_global_step(model: str) -> int:
+    """Optimizer steps of the whole run up to checkpoint `model` (0 for a model no update produced)."""
+    from swerl_cli.training.engine import RUN_CONFIG_FILE
+
+    try:
+        value = json.loads((Path(model) / RUN_CONFIG_FILE).read_text()).get("dapo", {}).get("global_step")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def run_dapo(
     records: Iterable[Located],
     model: str,
@@ -70,14 +82,19 @@ def run_dapo(
     cfg: DapoConfig,
     metrics_path: str | None = None,
     log: Log | None = None,
+    trackers: TrackerSpec | None = None,
 ) -> dict[str, Any] | None:
-    """Run one DAPO update; returns the swerl.summary/1 record on rank 0 and None on other ranks."""
+    """Run one DAPO update; returns the swerl.summary/1 record on rank 0 and None on other ranks.
+
+    Tracker steps are global across an RL run: checkpoint k's run config records how many optimizer steps led to
+    it, so iteration k's step s is logged at that count + s (metrics.jsonl keeps the update's own step numbers).
+    """
     if Path(output).resolve() == Path(model).resolve():
         raise ConfigError(f"--output {output} is --model: write checkpoint k+1 to a new directory")
     say = log if log is not None and dist.is_main() else (lambda _m: None)  # one log line per update, not per rank
     # stdout carries records only: DeepSpeed and transformers print notes, so send them to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        return _run_dapo(records, model, output, cfg, metrics_path, say)
+        return _run_dapo(records, model, output, cfg, metrics_path, say, trackers)
 
 
 def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], int]:
@@ -111,7 +128,13 @@ def _load_kept(sel: Selection, model: str, cfg: DapoConfig) -> tuple[list[Any], 
 
 
 def _run_dapo(
-    records: Iterable[Located], model: str, output: str, cfg: DapoConfig, metrics_path: str | None, log: Log
+    records: Iterable[Located],
+    model: str,
+    output: str,
+    cfg: DapoConfig,
+    metrics_path: str | None,
+    log: Log,
+    trackers: TrackerSpec | None,
 ) -> dict[str, Any] | None:
     from swerl_cli.training.engine import EngineConfig, TrainEngine
 
@@ -145,10 +168,13 @@ def _run_dapo(
     timing = {"engine_init_s": time.perf_counter() - t_init}
     metrics_file = Path(metrics_path) if metrics_path else partial / "metrics.jsonl"
     prev_diff = previous_logprob_diff(model)
+    step0 = previous_global_step(model)
     carried = _load_optimizer_state(engine, model, cfg, world, log)
     metrics_log: MetricsLog | None = None
     try:
-        metrics_log = MetricsLog(metrics_file, kind="dapo")
+        metrics_log = MetricsLog(
+            metrics_file, kind="dapo", trackers=trackers, run_config=config_to_dict(cfg), step_offset=step0
+        )
         t0 = time.perf_counter()
         # pi_old: recomputed in a no-grad pass (trainer), or the sampler's logprobs used as recorded (sampler: no
         # second forward; the sampler-vs-trainer gap is then measured on the first step's forward, under theta_old).
@@ -231,8 +257,14 @@ def _run_dapo(
             **config_to_dict(cfg),
             "model": model,
             "world_size": world,
-            "dapo": {"logprob_diff": diff, "policy_version": sel.version, "steps": len(plans)},
+            "dapo": {
+                "logprob_diff": diff,
+                "policy_version": sel.version,
+                "steps": len(plans),
+                "global_step": step0 + len(plans),
+            },
         }
+        metrics_log.write_summary({**summary_stats, "steps": len(plans), **c}, len(plans))
         run_config["dapo"]["optimizer_state_carried"] = carried
         t0 = time.perf_counter()
         if cfg.carry_optimizer:

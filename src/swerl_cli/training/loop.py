@@ -1,12 +1,12 @@
 """The optimizer-step loop and the metrics log that `swerl rft` and `swerl dapo` share.
 
-    log = MetricsLog(path, kind="rft", start=resumed_step, report_to="none", run_config=cfg_dict)
+    log = MetricsLog(path, kind="rft", start=resumed_step, trackers=TrackerSpec(tensorboard="tb"), run_config=cfg_dict)
     last = run_steps(engine, plans, samples, pad, loss_for=..., metrics_for=..., log=log)
 
 `run_steps` builds each rank's micro-batches (idle ranks run empty rows), times one optimizer step, and hands the
 engine's summed stats to the stage's `metrics_for`, which turns them into that stage's metric fields. Every metrics
-line of both stages goes through `MetricsLog.write`, the one place where sinks (JSONL, tensorboard, wandb) receive
-them.
+line of both stages goes through `MetricsLog.write`, the one place where sinks (JSONL, and the TensorBoard / wandb
+trackers of trackers.py, under the same names) receive them.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from swerl_cli.errors import ConfigError
 from swerl_cli.training import dist
 from swerl_cli.training.batching import StepPlan, rank_micro_batches
+from swerl_cli.training.trackers import Trackers, TrackerSpec
 
 LossFor = Callable[[StepPlan], Any]  # plan -> the engine's loss_fn(logp, batch) -> (loss, stats)
 MetricsFor = Callable[[StepPlan, dict[str, float], float], dict[str, Any]]  # (plan, stats, step_s) -> fields
@@ -28,10 +28,11 @@ OnStep = Callable[[dict[str, Any], int], None]  # (metrics, total steps), rank 0
 
 
 class MetricsLog:
-    """One JSON line per optimizer step on rank 0 (`path`), plus tensorboard / wandb when asked.
+    """One JSON line per optimizer step on rank 0 (`path`), plus the trackers asked for (TensorBoard, wandb).
 
     `start > 0` (a resumed run) keeps the lines of steps <= start and drops later ones; otherwise the file starts
-    empty. Ranks other than 0 write nothing.
+    empty. Trackers get each line's numeric fields under the same names, at `step_offset + step` (DAPO numbers its
+    steps across a whole RL run this way). Ranks other than 0 write nothing.
     """
 
     def __init__(
@@ -40,12 +41,13 @@ class MetricsLog:
         *,
         kind: str,
         start: int = 0,
-        report_to: str = "none",
+        trackers: TrackerSpec | None = None,
         run_config: dict[str, Any] | None = None,
+        step_offset: int = 0,
     ):
-        self.path, self.kind = Path(path), kind
+        self.path, self.kind, self.step_offset = Path(path), kind, step_offset
         self.fh: Any = None
-        self.sinks: list[Any] = []  # objects with write(metrics) and close()
+        self.trackers = Trackers(trackers or TrackerSpec(), run_config)
         if not dist.is_main():
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,10 +56,6 @@ class MetricsLog:
             kept = [ln for ln in self.path.read_bytes().splitlines(keepends=True) if _step_of(ln) <= start]
         self.path.write_bytes(b"".join(kept))
         self.fh = open(self.path, "ab")  # closed in close()
-        if report_to == "tensorboard":
-            self.sinks.append(_TensorBoard(self.path.parent / "tensorboard", kind))
-        elif report_to == "wandb":
-            self.sinks.append(_Wandb(run_config or {}))
 
     def write(self, metrics: dict[str, Any]) -> None:
         """Record one step's metrics (rank 0 only): the single place every metrics line goes through."""
@@ -65,55 +63,26 @@ class MetricsLog:
             return
         self.fh.write(orjson.dumps(metrics, option=orjson.OPT_APPEND_NEWLINE))
         self.fh.flush()
-        for sink in self.sinks:
-            sink.write(metrics)
+        self.trackers.log(metrics, self.step_offset + metrics["step"])
+
+    def write_summary(self, values: dict[str, Any], step: int, prefix: str = "update/") -> None:
+        """Send a run summary's numeric fields to the trackers only (not to metrics.jsonl), named `prefix + key`."""
+        if self.fh is not None:
+            self.trackers.log(values, self.step_offset + step, prefix=prefix)
 
     def close(self) -> None:
         """Flush and close every sink."""
         if self.fh is not None:
             self.fh.close()
             self.fh = None
-        for sink in self.sinks:
-            sink.close()
-        self.sinks = []
+        self.trackers.close()
 
 
-def scalars(metrics: dict[str, Any]) -> dict[str, float]:
-    """The numeric fields of a metrics line except `step` (what a scalar sink plots)."""
-    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step"}
-
-
-class _TensorBoard:
-    def __init__(self, logdir: Path, kind: str):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ConfigError(
-                "--report-to tensorboard needs the tensorboard package: pip install tensorboard"
-            ) from None
-        self.writer, self.kind = SummaryWriter(str(logdir)), kind
-
-    def write(self, metrics: dict[str, Any]) -> None:
-        for k, v in scalars(metrics).items():
-            self.writer.add_scalar(f"{self.kind}/{k}", v, metrics["step"])
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-class _Wandb:
-    def __init__(self, run_config: dict[str, Any]):
-        try:
-            import wandb
-        except ImportError:
-            raise ConfigError("--report-to wandb needs the wandb package: pip install wandb") from None
-        self.run = wandb.init(config=run_config, resume="allow")
-
-    def write(self, metrics: dict[str, Any]) -> None:
-        self.run.log(scalars(metrics), step=metrics["step"])
-
-    def close(self) -> None:
-        self.run.finish()
+def tracker_spec(report_to: str, metrics_path: Path, spec: TrackerSpec | None) -> TrackerSpec:
+    """Explicit --tensorboard/--wandb, or the older --report-to (TensorBoard events beside metrics.jsonl)."""
+    spec = spec or TrackerSpec()
+    tb = spec.tensorboard or (str(metrics_path.parent / "tensorboard") if report_to == "tensorboard" else None)
+    return TrackerSpec(tb, spec.wandb or report_to == "wandb")
 
 
 def _step_of(line: bytes) -> int:

@@ -20,8 +20,9 @@ from swerl_cli.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.batching import StepPlan, plan_steps
 from swerl_cli.training.data import load_samples
-from swerl_cli.training.loop import MetricsLog, run_steps
+from swerl_cli.training.loop import MetricsLog, run_steps, tracker_spec
 from swerl_cli.training.rft_config import RftConfig
+from swerl_cli.training.trackers import TrackerSpec
 
 StepCallback = Callable[[dict[str, Any], int], None]
 
@@ -52,14 +53,21 @@ def rft_metrics(plan: StepPlan, s: dict[str, float], dt: float) -> dict[str, Any
     }
 
 
-def run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback | None = None) -> dict[str, Any]:
+def run_rft(
+    cfg: RftConfig,
+    records: Iterable[Located],
+    on_step: StepCallback | None = None,
+    trackers: TrackerSpec | None = None,
+) -> dict[str, Any]:
     """Train `cfg.model` on the records' trainable tokens; returns the swerl.summary/1 record."""
     # stdout carries records only: DeepSpeed and transformers print build/progress notes, so send them to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        return _run_rft(cfg, records, on_step)
+        return _run_rft(cfg, records, on_step, trackers)
 
 
-def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback | None) -> dict[str, Any]:
+def _run_rft(
+    cfg: RftConfig, records: Iterable[Located], on_step: StepCallback | None, trackers: TrackerSpec | None
+) -> dict[str, Any]:
     from swerl_cli.training.engine import EngineConfig, TrainEngine, load_tokenizer
 
     tok = load_tokenizer(cfg.model)
@@ -94,7 +102,8 @@ def _run_rft(cfg: RftConfig, records: Iterable[Located], on_step: StepCallback |
     metrics_path = Path(cfg.metrics) if cfg.metrics else out / "metrics.jsonl"
     try:
         start = engine.load_checkpoint(out / "ds_checkpoints")[0] if cfg.resume else 0
-        log = MetricsLog(metrics_path, kind="rft", start=start, report_to=cfg.report_to, run_config=run_config)
+        spec = tracker_spec(cfg.report_to, metrics_path, trackers)
+        log = MetricsLog(metrics_path, kind="rft", start=start, trackers=spec, run_config=run_config)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         stop = len(plans) if cfg.max_steps is None else min(len(plans), cfg.max_steps)
 

@@ -1,0 +1,121 @@
+"""Numbers of one report: per-iteration statistics of graded records and DAPO summaries. Pure Python, no HTML.
+
+Definitions (docs/report.md):
+- pass@1 +- SEM: as `swerl eval` (evaluation.mean_sem over the records whose grade.status is not "error").
+- reward: mean test reward (1 resolved, 0 otherwise) over valid records (neither grade.status nor exit_status is
+  "error"); reward_penalised adds the step penalty of paper Eq. 4 with the run's l_thr / t_max, as `swerl dapo`
+  computes R_final (so it equals dapo.json's reward_mean on the same rollouts).
+- resolved_share: resolved records / all records (errors included in the denominator).
+- per task: resolved / counted records (grade errors excluded) per instance_id.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from swerl_cli.evaluation import distribution, mean_sem
+from swerl_cli.records import GRADE_STATUSES, GRADED, Located, check_schema, require
+from swerl_cli.training.advantages import step_penalty
+
+
+@dataclass(slots=True)
+class Sample:
+    """What the charts need from one graded record."""
+
+    instance_id: str
+    sample: int
+    status: str
+    resolved: bool
+    exit_status: str | None
+    turns: int | None
+    tokens: int | None
+    episode_s: float | None
+    grade_s: float | None
+
+
+def sample_of(loc: Located) -> Sample:
+    """Validate the fields a report reads; a bad one is a located InputError (exit 3)."""
+    check_schema(loc, GRADED)
+    status = require(loc, "grade.status", str)
+    if status not in GRADE_STATUSES:
+        raise loc.error("grade.status", f"unknown status {status!r}; expected one of {', '.join(GRADE_STATUSES)}")
+    has_stats = isinstance(loc.obj.get("stats"), dict)
+    return Sample(
+        instance_id=require(loc, "instance_id", str),
+        sample=require(loc, "sample", int, optional=True) or 0,
+        status=status,
+        resolved=require(loc, "grade.resolved", bool),
+        exit_status=require(loc, "exit_status", str, optional=True),
+        turns=require(loc, "stats.turns", int, optional=True) if has_stats else None,
+        tokens=require(loc, "stats.tokens_total", int, optional=True) if has_stats else None,
+        episode_s=require(loc, "stats.wall_s", float, optional=True) if has_stats else None,
+        grade_s=require(loc, "grade.duration_s", float, optional=True),
+    )
+
+
+def split_stats(samples: list[Sample], l_thr: int = 10, t_max: int = 40) -> dict[str, Any]:
+    """Statistics of one iteration's rollouts (or its eval records); see the module docstring."""
+    counted = [s for s in samples if s.status != "error"]
+    valid = [s for s in counted if s.exit_status != "error"]
+    pass1, sem = mean_sem([1.0 if s.resolved else 0.0 for s in counted])
+    test = [1.0 if s.resolved else 0.0 for s in valid]
+    penalty = [step_penalty(s.turns, l_thr, t_max) if s.turns is not None else 0.0 for s in valid]
+    penalised = [r + p for r, p in zip(test, penalty, strict=True)]
+    per_task: dict[str, list[int]] = {}
+    for s in counted:
+        nc = per_task.setdefault(s.instance_id, [0, 0])
+        nc[0] += 1
+        nc[1] += int(s.resolved)
+    return {
+        "n": len(samples),
+        "errors": len(samples) - len(counted),
+        "pass1": None if not counted else pass1,
+        "pass1_sem": None if not counted else sem,
+        "reward": sum(test) / len(test) if test else None,
+        "reward_penalised": sum(penalised) / len(penalised) if penalised else None,
+        "resolved_share": sum(s.resolved and s.status != "error" for s in samples) / len(samples) if samples else None,
+        "exit_status": dict(sorted(Counter(s.exit_status or "(none)" for s in samples).items())),
+        "turns": distribution([s.turns for s in samples if s.turns is not None]),
+        "tokens": distribution([s.tokens for s in samples if s.tokens is not None]),
+        "episode_s": sum(s.episode_s for s in samples if s.episode_s is not None),
+        "grade_s": sum(s.grade_s for s in samples if s.grade_s is not None),
+        "per_task": dict(sorted(per_task.items())),
+    }
+
+
+def dapo_stats(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The fields of a `swerl dapo` summary (dapo.json) the report charts; None without one."""
+    if not summary:
+        return None
+    counts = summary.get("counts") or {}
+    timing = summary.get("timing") or {}
+    return {
+        "steps": summary.get("steps"),
+        "groups": counts.get("groups"),
+        "groups_dropped": counts.get("groups_dropped"),
+        "groups_kept": None if counts.get("groups") is None else counts["groups"] - counts.get("groups_dropped", 0),
+        "samples_kept": counts.get("samples_kept"),
+        "reward_mean": summary.get("reward_mean"),
+        "clip_frac_low": summary.get("clip_frac_low"),
+        "clip_frac_high": summary.get("clip_frac_high"),
+        "logprob_diff": summary.get("logprob_diff"),
+        "final_loss": summary.get("final_loss"),
+        "warning": summary.get("warning"),
+        "timing": {k: v for k, v in timing.items() if isinstance(v, (int, float))},
+    }
+
+
+def penalty_settings(summary: dict[str, Any] | None, l_thr: int, t_max: int) -> tuple[int, int]:
+    """The run's (l_thr, t_max): from the update's resolved config when there is one, else the given defaults."""
+    cfg = (summary or {}).get("config") or {}
+    lt, tm = cfg.get("l_thr"), cfg.get("t_max")
+    return (lt if isinstance(lt, int) else l_thr), (tm if isinstance(tm, int) else t_max)
+
+
+def heat_map(iterations: list[dict[str, Any]], split: str = "train") -> dict[str, Any]:
+    """Per task, [resolved, counted] per iteration (None where the task had no record): rows sorted by task id."""
+    tasks = sorted({t for it in iterations if it.get(split) for t in it[split]["per_task"]})
+    rows = {t: [(it[split]["per_task"].get(t) if it.get(split) else None) for it in iterations] for t in tasks}
+    return {"columns": [it["label"] for it in iterations], "rows": rows}

@@ -1,0 +1,138 @@
+"""Inputs of `swerl report` -> ReportData: iterations found on disk, streamed once into statistics and viewer bodies.
+
+An RL run directory (the layout of `make rl`) holds iter-k/ per checkpoint k: graded.jsonl (rollouts of checkpoint
+k), eval-graded.jsonl (held-out eval of checkpoint k), dapo.json and metrics.jsonl (the update k -> k+1). Plain
+graded files are one iteration each, in the order given. Records are read one at a time: only the statistics and
+the compact viewer bodies stay in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swerl_cli.errors import InputError
+from swerl_cli.jsonl import read_records
+from swerl_cli.report.aggregate import dapo_stats, heat_map, penalty_settings, sample_of, split_stats
+from swerl_cli.report.viewer import body_of
+
+_ITER = re.compile(r"^iter-(\d+)$")
+
+
+@dataclass(slots=True)
+class Source:
+    """One iteration's files (any may be absent)."""
+
+    label: str
+    graded: str | None = None
+    eval: str | None = None
+    dapo: str | None = None
+    metrics: str | None = None
+
+
+@dataclass
+class ReportData:
+    """Everything the HTML page shows."""
+
+    title: str
+    iterations: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    heat: dict[str, dict[str, Any]]
+    tasks: list[str]
+    index: list[list[Any]] = field(default_factory=list)  # per record: iteration, split, task, sample, status, ...
+    bodies: list[str] = field(default_factory=list)  # per record: JSON text of its viewer body
+    systems: list[str] = field(default_factory=list)
+    l_thr: int = 10
+    t_max: int = 40
+
+
+def discover(inputs: list[str]) -> list[Source]:
+    """Run directories expand to their iter-k/ folders (by k); files are one iteration each."""
+    if not inputs:
+        raise InputError(None, None, None, "give an RL run directory (iter-k/ folders) or graded JSONL files")
+    out: list[Source] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            iters = sorted((int(m.group(1)), d) for d in p.iterdir() if d.is_dir() and (m := _ITER.match(d.name)))
+            found = [_iteration(d, k) for k, d in iters]
+            found = [s for s in found if s.graded or s.eval]
+            if not found:
+                raise InputError(item, None, None, "no iter-k/graded.jsonl or iter-k/eval-graded.jsonl below it")
+            out += found
+        elif p.is_file() or item == "-":
+            out.append(Source(label=p.name if item != "-" else "<stdin>", graded=item))
+        else:
+            raise InputError(item, None, None, "no such file or directory")
+    return out
+
+
+def _iteration(d: Path, k: int) -> Source:
+    def have(name: str) -> str | None:
+        return str(d / name) if (d / name).is_file() and (d / name).stat().st_size > 0 else None
+
+    return Source(
+        f"iter-{k}", have("graded.jsonl"), have("eval-graded.jsonl"), have("dapo.json"), have("metrics.jsonl")
+    )
+
+
+def _load_json(path: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(path, None, None, f"not a readable JSON summary: {e}") from None
+    if not isinstance(obj, dict):
+        raise InputError(path, None, None, "expected a JSON object (a swerl dapo summary)")
+    return obj
+
+
+def build_report(
+    inputs: list[str],
+    *,
+    l_thr: int | None = None,
+    t_max: int | None = None,
+    max_chars: int = 6000,
+    title: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ReportData:
+    """Read every input once and aggregate it (see aggregate.py for the definitions)."""
+    sources = discover(inputs)
+    summaries = [_load_json(s.dapo) if s.dapo else None for s in sources]
+    first = next((s for s in summaries if s), None)
+    lt, tm = penalty_settings(first, 10, 40)
+    lt, tm = l_thr if l_thr is not None else lt, t_max if t_max is not None else tm
+    data = ReportData(title or ", ".join(inputs), [], [], {}, [], l_thr=lt, t_max=tm)
+    task_ids: dict[str, int] = {}
+    systems: dict[str, int] = {}
+    global_step = 0
+    for i, (src, summary) in enumerate(zip(sources, summaries, strict=True)):
+        it: dict[str, Any] = {"label": src.label, "train": None, "eval": None, "dapo": dapo_stats(summary)}
+        for split, path in ((0, src.graded), (1, src.eval)):
+            if path is None:
+                continue
+            samples = []
+            for loc in read_records(path):
+                s = sample_of(loc)
+                samples.append(s)
+                tid = task_ids.setdefault(s.instance_id, len(task_ids))
+                reward = (loc.obj.get("grade") or {}).get("reward")
+                data.index.append([i, split, tid, s.sample, s.status, reward, s.turns, s.exit_status])
+                body = body_of(loc.obj, systems, max_chars)
+                data.bodies.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+            it["eval" if split else "train"] = split_stats(samples, lt, tm)
+            if log:
+                log(f"report: {path}: {len(samples)} records")
+        if src.metrics:
+            for loc in read_records(src.metrics):
+                if isinstance(loc.obj.get("step"), int):
+                    global_step += 1
+                    data.steps.append({**loc.obj, "iteration": i, "global_step": global_step})
+        data.iterations.append(it)
+    data.tasks = list(task_ids)
+    data.systems = list(systems)
+    data.heat = {split: heat_map(data.iterations, split) for split in ("train", "eval")}
+    return data

@@ -1,0 +1,246 @@
+"""ReportData -> one self-contained HTML page: inline CSS, inline SVG charts, an inline viewer script.
+
+Nothing is fetched at view time. The viewer's index (one short row per record) is one JSON block. Record bodies go
+in chunks of CHUNK records, each gzip-compressed and base64-encoded in its own `<script>` element that the browser
+keeps as text: the viewer inflates a chunk (DecompressionStream) only when one of its records is selected, so a
+page with 10,000 trajectories opens as fast as its charts render and stays a fraction of the raw JSON size.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import tempfile
+from html import escape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from swerl_cli import __version__
+from swerl_cli.report.build import ReportData
+from swerl_cli.report.charts import Series, line_chart, stacked_bars
+
+CHUNK = 32  # records per compressed body chunk
+
+
+def _asset(name: str) -> str:
+    return resources.files("swerl_cli.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _json_script(text: str) -> str:
+    """JSON text made safe inside <script>: no '<' can close the element or open a comment."""
+    return text.replace("<", "\\u003c")
+
+
+def _get(its: list[dict[str, Any]], split: str, key: str, sub: str | None = None) -> list[float | None]:
+    out = []
+    for it in its:
+        v = (it.get(split) or {}).get(key)
+        out.append(v.get(sub) if isinstance(v, dict) and sub else v)
+    return out
+
+
+def charts(data: ReportData) -> list[str]:
+    """Every across-iteration chart of the page, in order (empty series are left out)."""
+    its, xs = data.iterations, [it["label"] for it in data.iterations]
+    has_eval = any(it["eval"] for it in its)
+    has_dapo = any(it["dapo"] for it in its)
+    out = []
+
+    def line(cid: str, title: str, series: list[Series], **kw: Any) -> None:
+        kept = [s for s in series if any(v is not None for v in s.ys)]
+        if kept:
+            out.append(line_chart(cid, title, xs, kept, **kw))
+
+    line(
+        "pass1",
+        "pass@1 ± SEM",
+        [
+            Series("train", _get(its, "train", "pass1"), _get(its, "train", "pass1_sem")),
+            *([Series("eval", _get(its, "eval", "pass1"), _get(its, "eval", "pass1_sem"))] if has_eval else []),
+        ],
+        y_min=0.0,
+        y_max=1.0,
+    )
+    line(
+        "reward",
+        f"mean reward (step penalty: l_thr {data.l_thr}, t_max {data.t_max})",
+        [
+            Series("test reward", _get(its, "train", "reward")),
+            Series("with penalty", _get(its, "train", "reward_penalised")),
+        ],
+    )
+    line(
+        "resolved",
+        "resolved share of all records",
+        [Series("train", _get(its, "train", "resolved_share")), Series("eval", _get(its, "eval", "resolved_share"))],
+        y_min=0.0,
+        y_max=1.0,
+    )
+    if has_dapo:
+        d = [it["dapo"] or {} for it in its]
+        groups = {"kept": [g.get("groups_kept") or 0 for g in d], "dropped": [g.get("groups_dropped") or 0 for g in d]}
+        out.append(stacked_bars("groups", "DAPO groups kept / dropped (equal rewards)", xs, groups))
+        line("steps", "optimizer steps", [Series("steps", [g.get("steps") for g in d])], y_min=0.0)
+        clip = [
+            Series("low", [g.get("clip_frac_low") for g in d]),
+            Series("high", [g.get("clip_frac_high") for g in d]),
+        ]
+        line("clip", "clip fractions (tokens)", clip, y_min=0.0)
+        line("logprob_gap", "mean |logprob trainer - sampler|", [Series("gap", [g.get("logprob_diff") for g in d])])
+    for key, title in (("turns", "turns per trajectory"), ("tokens", "tokens per trajectory")):
+        stats = [Series(s, _get(its, "train", key, s)) for s in ("p50", "p90", "max")]
+        line(key, f"{title} (train)", stats, y_min=0.0)
+    statuses = sorted({k for it in its if it["train"] for k in it["train"]["exit_status"]})
+    if statuses:
+        mix = {k: [(it["train"] or {}).get("exit_status", {}).get(k, 0) for it in its] for k in statuses}
+        out.append(stacked_bars("exit_status", "exit status (train rollouts)", xs, mix))
+    stages = {"episodes (sum)": _get(its, "train", "episode_s"), "grading (sum)": _get(its, "train", "grade_s")}
+    for key in ("engine_init_s", "old_logprob_pass_s", "steps_s", "save_s"):
+        stages[f"dapo {key.removesuffix('_s').replace('_', ' ')}"] = [
+            ((it["dapo"] or {}).get("timing") or {}).get(key) for it in its
+        ]
+    stages = {k: [v or 0.0 for v in vs] for k, vs in stages.items() if any(vs)}
+    if stages:
+        out.append(
+            stacked_bars("time", "seconds per stage", xs, stages, y_label="episodes/grading: summed over records")
+        )
+    if data.steps:
+        sx = [f"{s['global_step']}" for s in data.steps]
+        ls = [s.get("loss") if isinstance(s.get("loss"), (int, float)) else None for s in data.steps]
+        out.append(line_chart("step_loss", "loss per optimizer step (all iterations)", sx, [Series("loss", ls)]))
+    return out
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def summary_table(data: ReportData) -> str:
+    """One row per iteration: the headline numbers."""
+    head = (
+        "iteration", "records", "pass@1 train", "pass@1 eval", "reward", "reward w/ penalty", "groups kept/dropped",
+        "steps", "clip low/high", "logprob gap",
+    )  # fmt: skip
+    rows = []
+    for it in data.iterations:
+        t, e, d = it["train"] or {}, it["eval"] or {}, it["dapo"] or {}
+        cells = [
+            it["label"],
+            _fmt(t.get("n", 0) + e.get("n", 0)),
+            f"{_fmt(t.get('pass1'))} ± {_fmt(t.get('pass1_sem'))}" if t else "–",
+            f"{_fmt(e.get('pass1'))} ± {_fmt(e.get('pass1_sem'))}" if e else "–",
+            _fmt(t.get("reward")),
+            _fmt(t.get("reward_penalised")),
+            f"{_fmt(d.get('groups_kept'))} / {_fmt(d.get('groups_dropped'))}" if d else "–",
+            _fmt(d.get("steps")),
+            f"{_fmt(d.get('clip_frac_low'))} / {_fmt(d.get('clip_frac_high'))}" if d else "–",
+            _fmt(d.get("logprob_diff"), 4),
+        ]
+        rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return (
+        '<table class="summary"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def heat_table(data: ReportData, split: str) -> str:
+    """Per task (rows) and iteration (columns): solve rate as a coloured cell; a click opens that task's records."""
+    heat = data.heat[split]
+    if not heat["rows"]:
+        return ""
+    head = "".join(f"<th>{escape(c)}</th>" for c in heat["columns"])
+    rows = []
+    for task, cells in heat["rows"].items():
+        tds = []
+        for i, nc in enumerate(cells):
+            if nc is None or nc[0] == 0:
+                tds.append('<td class="na">–</td>')
+                continue
+            rate = nc[1] / nc[0]
+            tds.append(
+                f'<td class="cell" data-iter="{i}" style="background:hsl({int(120 * rate)},70%,{88 - 30 * rate:.0f}%)"'
+                f' title="{escape(task)} @ {escape(heat["columns"][i])}: {nc[1]}/{nc[0]}">{nc[1]}/{nc[0]}</td>'
+            )
+        rows.append(f'<tr data-task="{escape(task)}"><th>{escape(task)}</th>{"".join(tds)}</tr>')
+    return (
+        f'<h3>{split} solve rate per task</h3><div class="heatwrap"><table class="heat" data-split="{split}">'
+        f"<thead><tr><th>task</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def body_chunks(data: ReportData) -> list[str]:
+    """Base64 of gzip(JSON array of CHUNK bodies), one string per chunk (deterministic: no timestamp)."""
+    out = []
+    for start in range(0, len(data.bodies), CHUNK):
+        raw = ("[" + ",".join(data.bodies[start : start + CHUNK]) + "]").encode()
+        out.append(base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii"))
+    return out
+
+
+def render_page(data: ReportData) -> str:
+    """The whole HTML document."""
+    index = {
+        "iterations": [it["label"] for it in data.iterations],
+        "tasks": data.tasks,
+        "systems": data.systems,
+        "index": data.index,
+        "chunk": CHUNK,
+    }
+    bodies = "\n".join(
+        f'<script type="application/x-swerl-chunk" id="c{c}">{chunk}</script>'
+        for c, chunk in enumerate(body_chunks(data))
+    )
+    n_tasks, n_rec = len(data.tasks), len(data.index)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>swerl report: {escape(data.title)}</title>
+<style>{_asset("report.css")}</style></head>
+<body>
+<header><h1>swerl report</h1><p class="meta">{escape(data.title)} · {len(data.iterations)} iterations ·
+{n_rec} records · {n_tasks} tasks · swerl {__version__}</p></header>
+<section id="summary"><h2>Across iterations</h2>{summary_table(data)}
+<div class="charts">{"".join(charts(data))}</div></section>
+<section id="tasks"><h2>Per task</h2>{heat_table(data, "train")}{heat_table(data, "eval")}</section>
+<section id="viewer"><h2>Trajectories</h2>
+<div class="filters">
+<label>iteration <select id="f-iter"></select></label>
+<label>split <select id="f-split"><option value="">all</option><option value="0">train</option>
+<option value="1">eval</option></select></label>
+<label>task <select id="f-task"></select></label>
+<label>status <select id="f-status"></select></label>
+<span id="f-count"></span></div>
+<div class="panes"><div class="list"><table id="list"><thead><tr><th>iter</th><th>task</th><th>#</th>
+<th>status</th><th>turns</th><th>exit</th></tr></thead><tbody></tbody></table></div>
+<div id="detail" class="detail"><p class="hint">Pick a trajectory on the left.</p></div></div>
+</section>
+<script type="application/json" id="swerl-index">{_json_script(json.dumps(index, separators=(",", ":")))}</script>
+{bodies}
+<script>{_asset("report.js")}</script>
+</body></html>
+"""
+
+
+def write_report(path: str, html: str) -> None:
+    """Write the page atomically (temp file in the same directory, then rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
