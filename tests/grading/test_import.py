@@ -90,6 +90,8 @@ def test_import_jsonl_maps_fields(tmp_path) -> None:
 def test_import_django_row_uses_the_harness_spec_of_its_version(tmp_path, version, runner, locale) -> None:
     patch = TEST_PATCH.replace("tests/test_x.py", "tests/template_tests/filter_tests/test_floatformat.py")
     row = dict(SWEBENCH, instance_id="django__django-11099", repo="django/django", test_patch=patch, version=version)
+    docstring_ids = ["A simple sitemap can be rendered", "test_x (sitemaps_tests.test_http.HTTPSitemapTests)"]
+    row["PASS_TO_PASS"] = orjson.dumps(docstring_ids).decode()  # a JSON string, as on the hub
     res = _import(tmp_path, "rows.jsonl", orjson.dumps(row) + b"\n")
     assert res.returncode == 0, res.stderr.decode()
     task = orjson.loads(res.stdout)
@@ -102,6 +104,7 @@ def test_import_django_row_uses_the_harness_spec_of_its_version(tmp_path, versio
         assert locale in cmd
         assert cmd.index(locale) < cmd.index(runner)
     assert task["log_parser"] == "parse_log_django"
+    assert task["PASS_TO_PASS"] == docstring_ids
 
 
 @pytest.mark.parametrize(
