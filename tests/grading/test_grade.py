@@ -11,8 +11,8 @@ import time
 import orjson
 import pytest
 
-from swerl_cli.grading.engine import grade_records
 from swerl_cli.grading.grade import GradeConfig, grade_patch
+from swerl_cli.grading.jobs import grade_records
 from swerl_cli.records import Located, Task
 from tests.conftest import ROOT, containers, run_swerl
 from tests.records import trajectory, write_jsonl

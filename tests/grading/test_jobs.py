@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from swerl_cli.errors import InputError
-from swerl_cli.grading.engine import load_tasks, to_job
+from swerl_cli.grading.jobs import load_tasks, to_job
 from swerl_cli.records import Located
 from tests.conftest import EXAMPLES, run_swerl
 

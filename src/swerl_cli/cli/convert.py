@@ -48,7 +48,7 @@ def _convert(
 ) -> None:
     from swerl_cli.convert import FORMATS, OUTPUTS, convert_paths, predictions
     from swerl_cli.errors import InputError, UsageError
-    from swerl_cli.grading.engine import load_tasks
+    from swerl_cli.grading.jobs import load_tasks
     from swerl_cli.jsonl import read_many, read_records
     from swerl_cli.outputs import open_output
     from swerl_cli.records import Located

@@ -21,8 +21,8 @@ from swerl_cli.cli._common import (
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
 from swerl_cli.config import resolve_config
 from swerl_cli.executor import node_label, open_executor, ray_address
-from swerl_cli.grading.engine import grade_records, load_tasks
 from swerl_cli.grading.grade import GradeConfig
+from swerl_cli.grading.jobs import grade_records, load_tasks
 from swerl_cli.grading.summary import GradeSummary
 from swerl_cli.outputs import open_output
 from swerl_cli.rows import read_many_rows, read_rows

@@ -68,7 +68,7 @@ def run_jobs_on(
     from swerl_cli.agent.loop import EpisodeResult, initial_messages
     from swerl_cli.agent.prompts import load_prompts
     from swerl_cli.collect.episode import job_sampling, trajectory_record
-    from swerl_cli.grading.engine import run_cleanup
+    from swerl_cli.grading.jobs import run_cleanup
 
     event = on_event or (lambda kind, payload: None)
     shipped = executor.share(policy) if check_distributable(cfg) == "ship" else None

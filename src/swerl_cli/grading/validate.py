@@ -11,8 +11,8 @@ from typing import Any
 
 from swerl_cli.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
-from swerl_cli.grading.engine import new_run_id, run_cleanup
 from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
+from swerl_cli.grading.jobs import new_run_id, run_cleanup
 from swerl_cli.records import Task
 
 
