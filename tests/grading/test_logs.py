@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from swerl_cli.grading.evaluate import evaluate, suspicious
 from swerl_cli.grading.logs import (
     log_family,
     node_id,
@@ -14,6 +13,7 @@ from swerl_cli.grading.logs import (
     parse_sympy_log,
     parse_text_log,
 )
+from swerl_cli.grading.verdict import suspicious, verdict
 
 LOG = """\
 ============================= test session starts ==============================
@@ -89,7 +89,7 @@ def test_v5_verdicts_skip_xfail_file_error_and_truncated_ids() -> None:
         "t/test_a.py::test_p[ü [x]]",
     ]
     p2p = ["t/test_a.py::test_sk", "t/test_a.py::test_xp", "t/test_a.py::test_missing"]
-    resolved, tests = evaluate(status, f2p, p2p)
+    resolved, tests = verdict(status, f2p, p2p)
     assert not resolved
     assert tests["FAIL_TO_PASS"]["success"] == [
         "t/test_a.py::test_ok",
@@ -103,7 +103,7 @@ def test_v5_verdicts_skip_xfail_file_error_and_truncated_ids() -> None:
         "failure": ["t/test_a.py::test_xp", "t/test_a.py::test_missing"],
     }
     assert tests["status"]["t/test_b.py::test_x"] == "ERROR"
-    assert evaluate(status, ["t/test_a.py::test_ok"], [])[0] is True
+    assert verdict(status, ["t/test_a.py::test_ok"], [])[0] is True
 
 
 def test_empty_or_contradictory_maps_are_errors() -> None:
@@ -192,7 +192,7 @@ def test_django_parser_reads_progress_lines_docstrings_late_outcomes_and_reports
         "Checks the teardown of a test whose progress line said ok": "ERROR",  # from the report section only
     }
     f2p = ["test_negative_zero_values (template_tests.filter_tests.test_floatformat.FunctionTests)"]
-    resolved, _ = evaluate(got, f2p, ["#15789"])
+    resolved, _ = verdict(got, f2p, ["#15789"])
     assert not resolved
     assert suspicious(got, 1) is None
 
@@ -278,7 +278,7 @@ def test_verbose_log_without_rA_keeps_passing_tests() -> None:
     assert all(got[t] == "FAILED" for t in failed)
     assert "tests/test_big.py::test_fake" not in got
     assert "tests/x.py::spoof" not in got
-    resolved, _ = evaluate(got, [f"tests/test_big.py::test_ok_{i}" for i in range(5)], [])
+    resolved, _ = verdict(got, [f"tests/test_big.py::test_ok_{i}" for i in range(5)], [])
     assert resolved
 
 

@@ -16,8 +16,8 @@ from typing import Any
 from swerl_cli.config import check_positive
 from swerl_cli.errors import ConfigError, SandboxError
 from swerl_cli.executor import Placement
-from swerl_cli.grading.evaluate import SEMANTICS, evaluate, suspicious
 from swerl_cli.grading.logs import log_family, parse_junit, parse_text_log
+from swerl_cli.grading.verdict import SEMANTICS, suspicious, verdict
 from swerl_cli.records import Task
 from swerl_cli.sandbox import BACKENDS, ExecResult, Sandbox, SandboxLimits, open_sandbox
 from swerl_cli.sandbox.gitops import patch_files, touched_files
@@ -207,7 +207,7 @@ def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float) 
         status_map, parser = _results(sb, run.output, task)
     except ValueError as e:
         return _grade("error", t0, error=str(e), **common)
-    resolved, tests = evaluate(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS)
+    resolved, tests = verdict(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS)
     why = suspicious(status_map, run.exit_code)
     common.update(tests=tests, test_exit_code=run.exit_code, log_parser=parser)
     if why:

@@ -41,7 +41,7 @@ def lookup(status: dict[str, str], tid: str, ok: frozenset[str]) -> bool:
     return False
 
 
-def evaluate(status: dict[str, str], f2p: list[str], p2p: list[str]) -> tuple[bool, dict[str, Any]]:
+def verdict(status: dict[str, str], f2p: list[str], p2p: list[str]) -> tuple[bool, dict[str, Any]]:
     """(resolved, tests) where tests = {FAIL_TO_PASS: {success, failure}, PASS_TO_PASS: {...}, status: map}."""
     status = expand_file_errors(status, [*f2p, *p2p])
     tests: dict[str, Any] = {}
