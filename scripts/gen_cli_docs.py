@@ -24,7 +24,7 @@ policy server is down or answers garbage (after the retries) is an `exit_status:
 sandbox died is `grade.status: error` |
 | 1 | runtime failure that stops the whole run: no Docker engine, the output locked by another run or not \
 writable (full disk, read-only directory), training crashed, an optional package missing |
-| 2 | usage error: an unknown flag, a flag value out of range (`--timeout nan`, `--workers 0`, `--sandbox bogus`), \
+| 2 | usage error: an unknown flag, a flag value out of range (`--timeout-s nan`, `--workers 0`, `--sandbox bogus`), \
 flags that cannot go together (`--resume` without `-o`, `-o` naming an input of `grade`/`collect`) |
 | 3 | bad input data or config file: one stderr line naming file, line and field |
 | 130 | interrupted (Ctrl-C); SIGTERM and SIGHUP clean up the same way and exit 143 and 129 |

@@ -27,7 +27,7 @@ def _run(*args: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["grade", "-", "--timeout", "nan"], "field 'timeout_s': must be a finite number > 0; got nan"),
+        (["grade", "-", "--timeout-s", "nan"], "field 'timeout_s': must be a finite number > 0; got nan"),
         (["grade", "-", "--sandbox", "bogus"], "'bogus' is not one of docker, local"),
         (["collect", "-", "--sandbox", "bogus"], "'bogus' is not one of docker, local"),
         (["collect", "-", "--command-timeout-s", "0"], "field 'command_timeout_s'"),

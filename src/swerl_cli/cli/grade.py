@@ -48,10 +48,10 @@ def _grade(
     config: CONFIG = None,
     tasks: Annotated[str | None, typer.Option(metavar="FILE", help="Task records for prediction rows.")] = None,
     workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes graded in parallel [default: 1].")] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", metavar="S", help="test_cmd timeout in seconds [default: 1800].")
+    timeout_s: Annotated[
+        float | None, typer.Option(metavar="S", help="test_cmd timeout in seconds [default: 1800].")
     ] = None,
-    backend: Annotated[str | None, typer.Option("--sandbox", help="Sandbox backend: docker or local.")] = None,
+    sandbox: Annotated[str | None, typer.Option(help="Sandbox backend: docker or local.")] = None,
     repo_dir: Annotated[str | None, typer.Option(help="Repository clones for --sandbox local.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Label for this run's containers [default: generated].")] = None,
     memory_mb: Annotated[int | None, typer.Option(help="Memory limit per sandbox in MiB [default: 4096].")] = None,
@@ -74,8 +74,8 @@ def _grade(
         GradeConfig,
         config,
         workers=workers,
-        timeout_s=timeout,
-        backend=backend,
+        timeout_s=timeout_s,
+        sandbox=sandbox,
         repo_dir=repo_dir,
         run_id=run_id,
         memory_mb=memory_mb,

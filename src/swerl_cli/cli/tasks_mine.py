@@ -37,7 +37,7 @@ def _mine(
     max_lines: Annotated[int, _opt("A fix changes fewer source lines than this.", metavar="N")] = 500,
     repeats: Annotated[int, _opt("Test runs before and after each fix (flaky tests drop).", metavar="N")] = 2,
     workers: Annotated[int, _opt("Candidates evaluated in parallel.", metavar="N")] = 1,
-    timeout: Annotated[float, _opt("Timeout of one test run in seconds.", "--timeout", metavar="S")] = 600.0,
+    timeout_s: Annotated[float, _opt("Timeout of one test run in seconds.", metavar="S")] = 600.0,
     base: Annotated[str, _opt("Base image the repository image is built on.", metavar="IMAGE")] = "swerl-base",
     setup: Annotated[
         list[str] | None, _opt("Command run in /testbed after checkout (repeatable), e.g. 'pip install -e .'.")
@@ -59,7 +59,7 @@ def _mine(
 
     cfg = MineConfig(
         rev=rev, since=since, until=until, max_commits=max_commits, max_files=max_files, max_lines=max_lines,
-        repeats=repeats, workers=workers, timeout_s=timeout, base_image=base, setup=tuple(setup or ()),
+        repeats=repeats, workers=workers, timeout_s=timeout_s, base_image=base, setup=tuple(setup or ()),
         network=network, test_cmd=test_cmd or PYTEST + " {files}", name=name, repo_name=repo_name, issues=issues,
     )  # fmt: skip
     list_commits(repo, cfg)  # a bad repository or revision fails here, before -o is touched

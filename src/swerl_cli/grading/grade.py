@@ -36,9 +36,9 @@ TEST_LOG_CAP = 2_000_000
 
 @dataclass(frozen=True, slots=True)
 class GradeConfig:
-    """How `swerl grade` runs tests: backend, limits, timeout, parallelism."""
+    """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
 
-    backend: str = "docker"
+    sandbox: str = "docker"
     timeout_s: float = 1800.0
     workers: int = 1
     memory_mb: int = 4096
@@ -61,8 +61,8 @@ class GradeConfig:
         from swerl_cli.sandbox.images import ImageSettings
 
         ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)  # validates both fields
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"field 'backend': {self.backend!r} is not one of {', '.join(BACKENDS)}")
+        if self.sandbox not in BACKENDS:
+            raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
         check_positive("timeout_s", self.timeout_s)
         check_positive("cpus", self.cpus)
         if not 1 <= self.workers <= 256:
@@ -119,7 +119,7 @@ def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) ->
     try:
         with open_sandbox(
             task,
-            backend=cfg.backend,
+            backend=cfg.sandbox,
             limits=cfg.limits(),
             run_id=run_id,
             hygiene=False,

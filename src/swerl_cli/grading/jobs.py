@@ -121,7 +121,7 @@ def grade_records(
     if cfg.run_id:
         from swerl_cli.sandbox import remove_stale
 
-        remove_stale(run_id, cfg.backend)  # left by an earlier run with this --run-id that was killed
+        remove_stale(run_id, cfg.sandbox)  # left by an earlier run with this --run-id that was killed
     done = skip_ids or set()
     ex = executor or open_executor(None, cfg.workers, name="swerl-grade")
 
