@@ -13,7 +13,8 @@ Mapping (docs/tasks.md):
   SWE-smith rows have no test_patch: their command runs the files of FAIL_TO_PASS and PASS_TO_PASS.
 - `log_parser`: log_parser -> install_config.log_parser -> the harness's parser for the repo -> parse_log_pytest.
 - SWE-smith's `patch` introduces the bug: it is kept as `bug_patch`, `patch` becomes its reverse (the gold fix)
-  and `patch_kind` is "bug". The row must name the `base_commit` its image holds the bug at.
+  and `patch_kind` is "bug". A row without `base_commit` gets `base_commit: "HEAD"`: every sandbox start applies
+  `bug_patch` to the image's HEAD and commits it (sandbox/__init__.py), no network needed.
 """
 
 from __future__ import annotations
@@ -161,12 +162,13 @@ def import_row(
         return Task.from_json(loc).to_json()
     row = dict(loc.obj)
     kind = detect(row) if dataset == "auto" else dataset
+    if kind == "swe-smith" and row.get("base_commit") is None and "bug_patch" not in row:
+        # The image holds the repository before the bug: the sandbox applies and commits it at start.
+        row["base_commit"] = "HEAD"
+        row["bug_patch"] = row.get("patch")
     for key in ("instance_id", "base_commit"):
         if not isinstance(row.get(key), str) or not row[key]:
-            why = "missing" if row.get(key) is None else "expected a non-empty string"
-            if kind == "swe-smith" and key == "base_commit":
-                why += " (a SWE-smith row must name the commit its image holds the bug at)"
-            raise loc.error(key, why)
+            raise loc.error(key, "missing" if row.get(key) is None else "expected a non-empty string")
     iid = row["instance_id"]
     if not isinstance(row.get("repo"), str):
         owner, _, rest = iid.partition("__")
@@ -199,7 +201,7 @@ def import_row(
         conda = CONDA if kind == "swe-smith" or row["image"].split("/")[0] in CONDA_NAMESPACES else ""
         row["test_cmd"] = conda + cmd
     row.setdefault("log_parser", install.get("log_parser") or parser)
-    if kind == "swe-smith" and isinstance(row.get("patch"), str) and "bug_patch" not in row:
+    if kind == "swe-smith" and isinstance(row.get("patch"), str) and row.get("patch_kind") != "bug":
         row["bug_patch"] = row["patch"]
         row["patch"] = reverse_patch(row["patch"])
         row["patch_kind"] = "bug"

@@ -162,9 +162,10 @@ def test_import_swe_smith_rebench_and_gym_rows(tmp_path) -> None:
     assert rebench["dataset"] == "swe-rebench"
     assert g["image"] == "xingyaoww/sweb.eval.x86_64.getmoto_s_moto-5752:latest"
     assert g["dataset"] == "swe-gym"
-    res = _import(tmp_path, "smith.jsonl", orjson.dumps({**SMITH, "base_commit": None}) + b"\n")
-    assert res.returncode == 3
-    assert "field 'base_commit': missing (a SWE-smith row must name the commit" in res.stderr.decode()
+    res = _import(tmp_path, "smith.jsonl", orjson.dumps({k: v for k, v in SMITH.items() if k != "base_commit"}) + b"\n")
+    assert res.returncode == 0, res.stderr.decode()
+    offline = orjson.loads(res.stdout)  # no commit named: the sandbox commits the bug onto the image's HEAD
+    assert (offline["base_commit"], offline["bug_patch"], offline["patch"]) == ("HEAD", SMITH_BUG, smith["patch"])
 
 
 def test_import_reads_one_object_preds_dict_json_lines_and_python_json(tmp_path) -> None:

@@ -55,13 +55,44 @@ def start_sandbox(
         sb = LocalSandbox(task, limits, run_id, env, repo_dir=repo_dir)
     else:
         raise ConfigError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if hygiene:
-        try:
-            enforce_hygiene(sb, task)
-        except BaseException:
-            sb.close()
-            raise
+    try:
+        if task.base_commit == BUG_BASE and task.extra.get("bug_patch"):
+            commit_bug(sb, task)
+        if hygiene:
+            enforce_hygiene(sb, sb.task if hasattr(sb, "task") else task)
+    except BaseException:
+        sb.close()
+        raise
     return sb
+
+
+# A SWE-smith task names no commit: its bug is applied to the image's HEAD and committed (as a root commit) at every
+# sandbox start, episode and grading alike; the sandbox then treats that commit as base_commit.
+BUG_BASE = "HEAD"
+_BUG_FILE = "/tmp/swerl-bug.patch"
+
+
+def commit_bug(sb: Sandbox, task: Task) -> None:
+    """Apply the task's `bug_patch` in the work tree, commit it, and make the commit the sandbox's base_commit."""
+    from dataclasses import replace
+
+    sb.write_file(_BUG_FILE, str(task.extra["bug_patch"]))
+    ident = "-c user.name=swerl -c user.email=swerl@localhost -c commit.gpgsign=false"
+    # A root commit (no parent): the history must not hold the code before the bug, or `git show` would give the
+    # fix away; hygiene then drops every older object.
+    res = sb.run(
+        f"cd {_q(sb.workdir)} && {{ git update-index -q --refresh >/dev/null || true; }} && "
+        f"git apply --index {_BUG_FILE} && rm -f {_BUG_FILE} && "
+        f"c=$(git {ident} commit-tree $(git write-tree) -m 'swerl: task state') && git update-ref HEAD $c && "
+        "git rev-parse HEAD",
+        300,
+    )
+    if res.exit_code != 0:
+        raise SandboxError(
+            f"{task.instance_id}: bug_patch does not apply to the image's HEAD: {res.output.strip()[-300:]}"
+        )
+    if hasattr(sb, "task"):
+        sb.task = replace(task, base_commit=res.output.strip().splitlines()[-1])
 
 
 def enforce_hygiene(sb: Sandbox, task: Task) -> None:
