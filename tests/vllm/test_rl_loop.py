@@ -65,12 +65,24 @@ def test_rl_loop_two_iterations_on_one_server(vllm_server, tmp_path):
     n_reloads = len(reloads.read_text().splitlines()) if reloads.exists() else 0
     runs = tmp_path / "runs"
     args = {
-        "POLICY": "vllm-server", "ITERS": "2", "RUNS": str(runs), "MODEL": str(vllm_server.model),
-        "VLLM_PORT": str(vllm_server.port), "VLLM_STATE": str(vllm_server.state), "VLLM_KEEP": "1",
-        "TASKS": str(EXAMPLES / "toy-tasks.jsonl"), "G": "2", "MAX_TURNS": "2", "T_MAX": "2", "L_THR": "1",
-        "MAX_NEW_TOKENS": "16", "CONTEXT": "4096", "BATCH": "2", "CONCURRENCY": "2", "LR": "1e-3",
-        "DAPO_ARGS": "--skip-unrebuildable",
-    }  # fmt: skip
+        "POLICY": "vllm-server",
+        "ITERS": "2",
+        "RUNS": str(runs),
+        "MODEL": str(vllm_server.model),
+        "VLLM_PORT": str(vllm_server.port),
+        "VLLM_STATE": str(vllm_server.state),
+        "VLLM_KEEP": "1",
+        "TASKS": str(EXAMPLES / "toy-tasks.jsonl"),
+        "G": "2",
+        "MAX_TURNS": "2",
+        "T_MAX": "2",
+        "L_THR": "1",
+        "MAX_NEW_TOKENS": "16",
+        "CONTEXT": "4096",
+        "BATCH": "2",
+        "CONCURRENCY": "2",
+        "LR": "1e-3",
+    }  # no --rerender or --skip-unrebuildable in DAPO_ARGS: collect | grade | dapo runs as is (turns are token-exact)
     env = {**os.environ, **VLLM_ENV}
     try:
         res = subprocess.run(
@@ -80,6 +92,8 @@ def test_rl_loop_two_iterations_on_one_server(vllm_server, tmp_path):
         assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
         for k in (1, 2):
             assert (runs / f"iter-{k}" / "ckpt" / "config.json").is_file()
+            dapo = json.loads((runs / f"iter-{k - 1}" / "dapo.json").read_text())
+            assert dapo["counts"]["samples_skipped_unrebuildable"] == 0
             assert json.loads((runs / f"iter-{k}" / "eval.json").read_text())
         # One server for the whole run: no start beyond the session's, and it serves checkpoint 2.
         assert (vllm_server.state / "starts.log").read_text().splitlines() == starts

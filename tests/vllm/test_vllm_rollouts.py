@@ -1,5 +1,5 @@
 """Token-in/token-out rollouts on the real vLLM engine: the OpenAI server (token-id prompts to /v1/completions)
-and the offline AsyncLLM engine, then `collect | grade | dapo` without any flag."""
+and the offline AsyncLLM engine. `collect | grade | dapo` with no flag runs twice in tests/vllm/test_rl_loop.py."""
 
 from __future__ import annotations
 
@@ -77,30 +77,9 @@ def test_openai_backend_sends_token_id_prompts_to_vllm(vllm_server, tmp_path):
                 assert b["n_closing_tokens"] == 2
 
 
-def test_collect_grade_dapo_without_flags(vllm_server, tmp_path):
-    traj, graded, ckpt = tmp_path / "traj.jsonl", tmp_path / "graded.jsonl", tmp_path / "ckpt1"
-    res = run_swerl(
-        "collect", str(one_task(tmp_path)), "--policy", "openai", "--model", "swerl-policy",
-        "--base-url", f"{vllm_server.url}/v1",
-        "--samples", "4", "--max-turns", "2", "--max-new-tokens", "16", "--run", "i13-vllm-dapo", "--seed", "5",
-        "-o", str(traj),
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    res = run_swerl("grade", str(traj), "-o", str(graded), "--workers", "2")
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    res = run_swerl(
-        "dapo", str(graded), "--model", str(vllm_server.model), "--output", str(ckpt), "--group-size", "4",
-        "--t-max", "2", "--l-thr", "1", "--batch-size", "4", "--max-seq-len", "4096",
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    summary = json.loads(res.stdout.decode().strip().splitlines()[-1])
-    assert summary["counts"]["samples_skipped_unrebuildable"] == 0
-    assert (ckpt / "config.json").is_file()
-
-
 def test_offline_vllm_engine_collects_token_exact_turns(vllm_model, tmp_path):
     cfg = tmp_path / "collect.yaml"
-    cfg.write_text("vllm_engine_args:\n  dtype: float32\n  max_model_len: 4096\n")
+    cfg.write_text("vllm_engine_args:\n  dtype: float32\n  max_model_len: 4096\n  enforce_eager: true\n")
     out = tmp_path / "traj.jsonl"
     res = run_swerl(
         "collect", str(one_task(tmp_path)), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
