@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ storage:
     enabled: true
 http:
   addr: 127.0.0.1:{port}
+"""
+AUTH = """auth:
+  htpasswd:
+    realm: swerl-test
+    path: {path}
 """
 
 
@@ -67,7 +73,7 @@ class Registry:
         self.proc.wait(10)
 
 
-def start_registry(root: Path) -> Registry:
+def start_registry(root: Path, htpasswd: Path | None = None) -> Registry:
     exe = shutil.which("docker-registry")
     if exe is None:
         if IN_CI:
@@ -76,11 +82,13 @@ def start_registry(root: Path) -> Registry:
     port = free_port()
     root.mkdir(parents=True, exist_ok=True)
     cfg = root.parent / f"registry-{port}.yml"
-    cfg.write_text(CONFIG.format(root=root, port=port))
+    cfg.write_text(CONFIG.format(root=root, port=port) + (AUTH.format(path=htpasswd) if htpasswd else ""))
     proc = subprocess.Popen([exe, "serve", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(100):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1).close()
+            return Registry(proc, f"127.0.0.1:{port}")
+        except urllib.error.HTTPError:  # 401: up, and asking for credentials
             return Registry(proc, f"127.0.0.1:{port}")
         except OSError:
             time.sleep(0.1)

@@ -143,3 +143,42 @@ def test_budget_evicts_least_recently_used_pulled_images_but_not_one_in_use(regi
     assert [_present(r) for r in refs] == [True, False, True]
     assert _present("swerl-base")
     assert any(f"removed 1 least recently used ({refs[1]}), freed" in m for m in logs), logs
+
+
+def test_pulls_use_the_users_docker_credentials_and_bad_ones_are_error_records(toy, tmp_path, env) -> None:
+    import base64
+    import json
+
+    crypt = pytest.importorskip("crypt")  # bcrypt through libxcrypt, for the registry's htpasswd file
+    (tmp_path / "htpasswd").write_text(f"u:{crypt.crypt('pw', crypt.mksalt(crypt.METHOD_BLOWFISH))}\n")
+    reg = start_registry(tmp_path / "auth-data", htpasswd=tmp_path / "htpasswd")
+    try:
+        configs = {}
+        for name, secret in (("good", "u:pw"), ("bad", "u:wrong")):
+            d = tmp_path / name
+            d.mkdir()
+            auth = {"auths": {reg.host: {"auth": base64.b64encode(secret.encode()).decode()}}}
+            (d / "config.json").write_text(json.dumps(auth))
+            configs[name] = str(d)
+        tiny = f"{reg.mirror}/swerl-tiny:1"  # a one-file image: the test is about credentials, not layers
+        (tmp_path / "f").write_text("x")
+        subprocess.run(["tar", "-C", str(tmp_path), "-cf", str(tmp_path / "f.tar"), "f"], check=True)
+        subprocess.run(["docker", "import", str(tmp_path / "f.tar"), tiny], check=True, capture_output=True)
+        subprocess.run(["docker", "--config", configs["good"], "push", "-q", tiny], check=True, capture_output=True)
+        _rmi(tiny)
+        reg.local_tags.append(tiny)
+        tasks = _write(tmp_path / "t.jsonl", [{**toy, "image": "swerl-tiny:1"}])
+        bad = run_swerl("tasks", "pull", tasks, "--registry", reg.mirror, env={**env, "DOCKER_CONFIG": configs["bad"]})
+        assert bad.returncode == 1
+        [rec] = _records(bad.stdout)
+        assert rec["status"] == "error"
+        assert f"could not pull {tiny} from {reg.host}" in rec["error"]
+        assert "auth" in rec["error"].lower(), rec["error"]  # unauthorized: the credentials were read and refused
+        good = run_swerl(
+            "tasks", "pull", tasks, "--registry", reg.mirror, env={**env, "DOCKER_CONFIG": configs["good"]}
+        )
+        assert good.returncode == 0, good.stderr.decode()
+        assert _records(good.stdout)[0]["status"] == "pulled"
+    finally:
+        reg.stop()
+        subprocess.run(["docker", "rmi", "-f", *reg.local_tags], capture_output=True)
