@@ -144,6 +144,7 @@ def test_openai_policy_reaches_every_base_url_from_the_workers(cluster: Cluster,
     finally:
         for s in servers:
             s.httpd.shutdown()
+            s.httpd.server_close()
     assert res.returncode == 0, res.stderr.decode()[-3000:]
     recs = _records(res.stdout)
     assert len(recs) == N_TASKS

@@ -74,15 +74,12 @@ def run_jobs_on(
     shipped = executor.share(policy) if check_distributable(cfg) == "ship" else None
     event("plan", len(jobs))
 
-    def submitted() -> Any:
-        for job in jobs:
-            event("start", (job.task.instance_id, job.sample))
-            yield job, episode_job, (job, cfg, shipped)
-
     count = 0
     # Container labels carry the run name, which other collects may share: only sandboxes whose owner is gone go.
     stale = run_cleanup(cfg.run, stale_only=True)
-    for job, outcome in stream_jobs(executor, submitted(), cleanup=stale, stale_cleanup=stale):
+    submitted = ((job, episode_job, (job, cfg, shipped)) for job in jobs)
+    started = lambda job: event("start", (job.task.instance_id, job.sample))  # noqa: E731 - one use
+    for job, outcome in stream_jobs(executor, submitted, cleanup=stale, stale_cleanup=stale, on_submit=started):
         if isinstance(outcome, JobLostError):
             messages = initial_messages(job.loc.obj, load_prompts(cfg.prompt_config), cfg.agent())
             result = EpisodeResult(messages=messages, exit_status="error", error=f"JobLostError: {outcome}")

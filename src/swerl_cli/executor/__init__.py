@@ -14,6 +14,7 @@ failure it cancels what is pending and runs the caller's cleanup on every node.
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import socket
 import threading
@@ -152,6 +153,7 @@ def stream_jobs(
     *,
     cleanup: Callable[[], Any] | None = None,
     stale_cleanup: Callable[[], Any] | None = None,
+    on_submit: Callable[[K], Any] | None = None,
 ) -> Iterator[tuple[K, Outcome | JobLostError]]:
     """Submit `(key, fn, args)` jobs, at most `executor.window` at once, reading `jobs` lazily; yield `(key,
     Outcome)` as each finishes, or `(key, JobLostError)` for a job lost with its worker or node. A job given as
@@ -159,29 +161,39 @@ def stream_jobs(
 
     On any exit but exhaustion (Ctrl-C, SIGTERM, a bad input line) pending jobs are cancelled and `cleanup` runs
     on every node, with further signals held off until it is done. After a clean run a cluster executor runs
-    `stale_cleanup` on every node (sandboxes left by workers that died with a lost job)."""
+    `stale_cleanup` on every node (sandboxes left by workers that died with a lost job). `on_submit(key)` is
+    called in this thread as each job is handed to the executor (`jobs` itself is read in a helper thread)."""
     if stale_cleanup is not None and getattr(executor, "remote", False):
         executor.on_every_node(stale_cleanup)  # left on any node by an earlier, killed run of the same id
     pending: dict[Future[Outcome], K] = {}
-    source = iter(jobs)
-    exhausted = False
+    reader = _Reader(iter(jobs))
+    asked: Future[Any] | None = reader.ask()
     clean = False
     try:
         while True:
-            while not exhausted and len(pending) < executor.window:
-                item = next(source, None)
-                if item is None:
-                    exhausted = True
+            # Take what the reader has read while the window has room; a read still blocked (a pipe waiting for
+            # its next line) never holds back the results of jobs already running.
+            while asked is not None and asked.done() and len(pending) < executor.window:
+                item = asked.result()  # a bad input line raises here
+                asked = None if item is _END else reader.ask()
+                if item is _END:
                     break
                 key, fn, args = item
                 if fn is None:  # a result known without running anything: passed through in stream order
                     yield key, Outcome(args, None)
                     continue
                 pending[executor.submit(fn, *args)] = key
-            if not pending:
+                if on_submit is not None:
+                    on_submit(key)
+            if not pending and asked is None:
                 break
-            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            waiting = set(pending)
+            if asked is not None and len(pending) < executor.window:
+                waiting.add(asked)
+            done, _ = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
+                if fut is asked:
+                    continue
                 key = pending.pop(fut)
                 try:
                     outcome: Outcome | JobLostError = fut.result()
@@ -190,11 +202,42 @@ def stream_jobs(
                 yield key, outcome
         clean = True
     finally:
+        reader.stop()
         if clean:
             executor.close(stale_cleanup)
         else:
             with signals_held():
                 executor.abort(list(pending), cleanup)
+
+
+_END = object()
+
+
+class _Reader:
+    """Reads `jobs` one item at a time in a daemon thread, when asked: the input stays lazy, and a read that
+    blocks (stdin waiting for the next record) does not stop finished jobs from being yielded."""
+
+    def __init__(self, source: Iterator[Any]):
+        self._source = source
+        self._asks: queue.SimpleQueue[Future[Any] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="swerl-read", daemon=True).start()
+
+    def ask(self) -> Future[Any]:
+        """A future for the next item (`_END` after the last; the reading error if reading failed)."""
+        fut: Future[Any] = Future()
+        self._asks.put(fut)
+        return fut
+
+    def stop(self) -> None:
+        self._asks.put(None)
+
+    def _run(self) -> None:
+        while (fut := self._asks.get()) is not None:
+            try:
+                fut.set_result(next(self._source, _END))
+            except BaseException as e:  # handed to the consumer, which raises it in its own thread
+                fut.set_exception(e)
+                return
 
 
 class signals_held:  # lower case: used like a function, `with signals_held(): ...`
