@@ -262,10 +262,10 @@ def _load(name: str, n: int, raw: bytes) -> dict:
         obj = None
     if type(obj) is not dict:
         parse_raw(name, n, raw)  # raises the precise one-line error
-    tag = obj.get("schema")  # type: ignore[union-attr]
+    tag = obj.get("schema")
     if tag is not None and tag not in _KNOWN_TAGS:
         check_schema(Located(name, n, obj))
-    return obj  # type: ignore[return-value]
+    return obj
 
 
 def _whole(raw: bytes) -> bytes:

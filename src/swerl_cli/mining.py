@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from swerl_cli.errors import InputError, SandboxError, UsageError
+from swerl_cli.errors import InputError, JobLostError, SandboxError, UsageError
 from swerl_cli.executor import LocalExecutor, stream_jobs
 from swerl_cli.records import Task
 
@@ -321,7 +321,9 @@ def mine_records(
 
     executor = LocalExecutor(cfg.workers, "swerl-mine")
     for _, outcome in stream_jobs(executor, ((c, one, (c,)) for c in todo), cleanup=remove_sandboxes):
-        iid, result = outcome.value  # a local job is never lost: its exception, if any, is raised here
+        if isinstance(outcome, JobLostError):  # never for local jobs: their exceptions are raised here
+            raise outcome
+        iid, result = outcome.value
         if isinstance(result, str):
             key = reason_key(result)
             stats.dropped[key] = stats.dropped.get(key, 0) + 1

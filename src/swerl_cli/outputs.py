@@ -174,6 +174,7 @@ class Output:
         try:
             if self._fh is None:
                 self._begin()
+            assert self._fh is not None  # _begin opened it
             self._fh.write(line)
             if self.flush_each:
                 self._fh.flush()

@@ -66,7 +66,7 @@ def short_json(value: Any, limit: int = 40) -> str:
 
 # The one type check of JSON fields (records and filter rules use it): `int` never accepts a bool, and `float`
 # accepts ints (JSON has one number type).
-_TYPE_CHECKS: dict[type, Callable[[Any], bool]] = {
+_TYPE_CHECKS: dict[Any, Callable[[Any], bool]] = {
     bool: lambda v: type(v) is bool,
     int: lambda v: type(v) is int,
     float: lambda v: type(v) is int or type(v) is float,
@@ -77,10 +77,14 @@ _TYPE_CHECKS: dict[type, Callable[[Any], bool]] = {
 _EXPECT_NAMES = {bool: "bool", int: "int", float: "number", str: "string", list: "array", dict: "object"}
 
 
+def _instance_of(t: type) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, t)
+
+
 def type_check(expected: type | tuple[type, ...]) -> tuple[Callable[[Any], bool], str]:
     """(predicate, name) for a JSON field type: `type_check(float)[0](1) is True`, its name is `"number"`."""
     types = expected if isinstance(expected, tuple) else (expected,)
-    checks = [_TYPE_CHECKS.get(t) or (lambda v, t=t: isinstance(v, t)) for t in types]
+    checks = [_TYPE_CHECKS.get(t) or _instance_of(t) for t in types]
     name = " or ".join(_EXPECT_NAMES.get(t, t.__name__) for t in types)
     if len(checks) == 1:
         return checks[0], name
@@ -90,6 +94,22 @@ def type_check(expected: type | tuple[type, ...]) -> tuple[Callable[[Any], bool]
 def wrong_type(expected_name: str, value: Any) -> str:
     """The message of every field type error: `expected int, got "3"`."""
     return f"expected {expected_name}, got {short_json(value)}"
+
+
+def dict_at(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """`obj[key]` when it is a JSON object, else `{}`: optional sub-objects of rows swerl did not write.
+
+    >>> dict_at({"info": {"a": 1}, "bad": 3}, "info"), dict_at({"bad": 3}, "bad")
+    ({'a': 1}, {})
+    """
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_at(obj: dict[str, Any], key: str) -> list[Any]:
+    """`obj[key]` when it is a JSON array, else `[]`."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
 
 
 def get_path(obj: Any, path: str, default: Any = _NO_DEFAULT) -> Any:

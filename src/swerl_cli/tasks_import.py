@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.errors import ConfigError
-from swerl_cli.records import TASK, Located, Task, check_schema
+from swerl_cli.records import TASK, Located, Task, check_schema, dict_at
 from swerl_cli.rows import read_rows
 from swerl_cli.sandbox.gitops import patch_files
 from swerl_cli.task_specs import PYTEST, spec_for
@@ -187,7 +187,7 @@ def import_row(
                 row[key] = orjson.loads(row[key])
             except orjson.JSONDecodeError:
                 raise loc.error(key, "a string that is not a JSON list") from None
-    install = row.get("install_config") if isinstance(row.get("install_config"), dict) else {}
+    install = dict_at(row, "install_config")
     row["image"] = _str(loc, "image", _image(row, iid, kind, namespace))
     row["workdir"] = row.get("workdir") or workdir
     test_patch = row.get("test_patch") or ""

@@ -143,7 +143,7 @@ class _Progress:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.bar.__exit__(*exc)
 
     def event(self, kind: str, payload: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -70,16 +70,16 @@ def _mine(
     )  # fmt: skip
     bar = progress.add_task("", total=None)
 
-    def on_event(kind: str, payload: object) -> None:
+    def on_event(kind: str, payload: Any) -> None:
         nonlocal stats
         if kind == "candidates":
-            n, stats = payload  # type: ignore[misc]
+            n, stats = payload
             progress.update(bar, total=n)
         elif kind == "image":
-            tag, how = payload  # type: ignore[misc]
+            tag, how = payload
             err_console.print(f"image {tag}: {how}")
         elif kind == "dropped":
-            iid, why = payload  # type: ignore[misc]
+            iid, why = payload
             progress.advance(bar)
             err_console.print(f"dropped {iid}: {why}")
         elif kind == "task":

@@ -37,17 +37,19 @@ def check_distributable(cfg: CollectConfig) -> str:
 def episode_job(job: Job, cfg: CollectConfig, policy: Policy | None) -> dict[str, Any]:
     """Runs on a worker: one episode end to end (sandbox started and removed here); one trajectory record."""
     own = policy is None
-    if own:
+    if policy is None:
         policy = build_policy(cfg)
         if hasattr(policy, "spread"):  # several endpoints: episodes start their round robin at different ones
             policy.spread(zlib.crc32(f"{job.task.instance_id}/{job.sample}".encode()))
 
+    active: Policy = policy
+
     async def main() -> dict[str, Any]:
         try:
-            return await run_job(job, cfg, policy)
+            return await run_job(job, cfg, active)
         finally:
             if own:
-                await policy.aclose()
+                await active.aclose()
 
     return asyncio.run(main())
 

@@ -17,7 +17,7 @@ import orjson
 
 from swerl_cli.errors import InputError
 from swerl_cli.jsonl import read_records
-from swerl_cli.records import GRADED, TRAJECTORY, Located, Task, check_schema
+from swerl_cli.records import GRADED, TRAJECTORY, Located, Task, check_schema, dict_at
 
 FORMATS = {
     "swe-agent": "swerl_cli.convert.sweagent",
@@ -117,7 +117,7 @@ def _rows(path: str) -> Iterator[Located]:
         except InputError as e:
             if e.line is None or "truncated" in e.message:
                 raise
-            yield Located(path, e.line, e)  # type: ignore[arg-type]
+            yield Located(path, e.line, e)
             it = _skip_to(path, e.line)
             continue
         yield loc
@@ -181,7 +181,7 @@ def to_prediction(loc: Located, model_name: str | None) -> dict[str, Any]:
     patch = obj.get("patch")
     if patch is not None and not isinstance(patch, str):
         raise loc.error("patch", "expected string or null")
-    policy = obj.get("policy") if isinstance(obj.get("policy"), dict) else {}
+    policy = dict_at(obj, "policy")
     name = model_name or policy.get("model") or obj.get("run")
     if not isinstance(name, str) or not name:
         raise loc.error("policy.model", "missing: the record names no model; pass --model-name")

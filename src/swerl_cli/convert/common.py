@@ -50,7 +50,8 @@ def normalise_calls(calls: Any, prefix: str) -> list[dict[str, Any]]:
     for i, call in enumerate(calls or []):
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        function = call.get("function")
+        fn = function if isinstance(function, dict) else call
         out.append(tool_call(str(call.get("id") or f"{prefix}_{i}"), str(fn.get("name") or ""), fn.get("arguments")))
     return out
 
@@ -86,7 +87,7 @@ def rewrite_call(call: dict[str, Any], stats: ActionStats) -> dict[str, Any]:
         if name != "execute":
             stats.foreign_tools.add(name)
         return call
-    stats.rewritten += name != "execute" or command != args.get("command")
+    stats.rewritten += name != "execute" or command != (args or {}).get("command")
     return tool_call(call["id"], "execute", {"command": command})
 
 

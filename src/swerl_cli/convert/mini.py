@@ -12,6 +12,7 @@ from typing import Any
 
 from swerl_cli.convert.common import message, normalise_calls, trajectory_record
 from swerl_cli.errors import InputError
+from swerl_cli.records import dict_at
 
 NAME = "mini-swe-agent"
 
@@ -28,13 +29,13 @@ def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, A
     """One `.traj.json` object -> one trajectory record."""
     if not matches(obj):
         raise InputError(path, line, "messages", "missing: not a mini-swe-agent .traj.json (needs 'messages', 'info')")
-    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
+    info = dict_at(obj, "info")
     exit_raw = info.get("exit_status")
     messages: list[dict[str, Any]] = []
     for i, m in enumerate(obj["messages"]):
         role = m.get("role") if isinstance(m, dict) else None
         if role == "exit":
-            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+            extra = dict_at(m, "extra")
             exit_raw = exit_raw or extra.get("exit_status")
             continue
         if role not in ("system", "user", "assistant", "tool"):
@@ -48,7 +49,7 @@ def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, A
             messages.append(message("tool", m.get("content"), tool_call_id=str(m["tool_call_id"])))
         else:
             messages.append(message(role, m.get("content")))
-    ms = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    ms = dict_at(info, "model_stats")
     model_cfg = ((info.get("config") or {}).get("model") or {}) if isinstance(info.get("config"), dict) else {}
     iid = obj.get("instance_id") or info.get("instance_id")
     if not isinstance(iid, str) or not iid:

@@ -13,6 +13,7 @@ from typing import Any
 
 from swerl_cli.convert.common import message, text_of, tool_call, trajectory_record
 from swerl_cli.errors import InputError
+from swerl_cli.records import dict_at
 
 NAME = "openhands"
 
@@ -39,7 +40,7 @@ def _v1(events: list[Any], path: str, line: int | None) -> list[dict[str, Any]]:
             raise InputError(path, line, f"history[{i}]", "expected an event object")
         kind = _kind(ev)
         if kind == "ActionEvent":
-            call = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+            call = dict_at(ev, "tool_call")
             call_id = str(ev.get("tool_call_id") or call.get("id") or f"call_{i}")
             name = str(call.get("name") or ev.get("tool_name") or "")
             args = call.get("arguments")
@@ -58,7 +59,7 @@ def _v1(events: list[Any], path: str, line: int | None) -> list[dict[str, Any]]:
         if kind == "SystemPromptEvent":
             messages.append(message("system", ev.get("system_prompt")))
         elif kind == "MessageEvent":
-            llm = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+            llm = dict_at(ev, "llm_message")
             role = llm.get("role") or ("user" if ev.get("source") == "user" else "assistant")
             messages.append(message(str(role), llm.get("content")))
         elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
@@ -77,8 +78,8 @@ def _v0(events: list[Any], path: str, line: int | None) -> list[dict[str, Any]]:
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
             raise InputError(path, line, f"history[{i}]", "expected an event object")
-        meta = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        meta = dict_at(ev, "tool_call_metadata")
+        args = dict_at(ev, "args")
         if "action" in ev:
             act, src = ev["action"], ev.get("source")
             if act == "system":
@@ -106,15 +107,15 @@ def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, A
         raise InputError(path, line, "history", "expected an array of events")
     v1 = any(isinstance(e, dict) and "kind" in e for e in history)
     messages = _v1(history, path, line) if v1 else _v0(history, path, line)
-    tr = obj.get("test_result") if isinstance(obj.get("test_result"), dict) else {}
+    tr = dict_at(obj, "test_result")
     err = obj.get("error")
     exit_status = "submitted"
     if err:
         low = str(err).lower()
         exit_status = "max_turns" if "iteration" in low else "context_limit" if "context" in low else "error"
-    metrics = obj.get("metrics") if isinstance(obj.get("metrics"), dict) else {}
-    usage = metrics.get("accumulated_token_usage") if isinstance(metrics.get("accumulated_token_usage"), dict) else {}
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metrics = dict_at(obj, "metrics")
+    usage = dict_at(metrics, "accumulated_token_usage")
+    meta = dict_at(obj, "metadata")
     llm = meta.get("llm_config") or meta.get("llm") or {}
     return trajectory_record(
         instance_id=obj["instance_id"],

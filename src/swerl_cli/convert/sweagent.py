@@ -14,6 +14,7 @@ from typing import Any
 
 from swerl_cli.convert.common import message, normalise_calls, text_of, trajectory_record
 from swerl_cli.errors import InputError
+from swerl_cli.records import dict_at
 
 NAME = "swe-agent"
 
@@ -59,7 +60,7 @@ def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, A
         else:
             messages.append(message(role, h.get("content")))
     info = obj["info"]
-    ms = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    ms = dict_at(info, "model_stats")
     return trajectory_record(
         instance_id=_instance_id(path, info),
         messages=messages,

@@ -195,7 +195,7 @@ def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float) 
             )
     sh(f"rm -f {JUNIT_PATH}")
     run = sb.run(task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP)
-    common = {
+    common: dict[str, Any] = {
         "patch_applied": bool(method),
         "apply_method": method,
         "log_tail": _tail(run.output, n),

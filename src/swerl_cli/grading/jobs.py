@@ -125,7 +125,7 @@ def grade_records(
     done = skip_ids or set()
     ex = executor or open_executor(None, cfg.workers, name="swerl-grade")
 
-    def jobs() -> Iterator[tuple[Job, Any, tuple[Any, ...]]]:
+    def jobs() -> Iterator[tuple[Job, Any, Any]]:
         seen: set[str] = set()
         for loc in records:
             job = to_job(loc, tasks)

@@ -63,7 +63,8 @@ def validate_tasks(
             grade = error_grade(f"JobLostError: {outcome}")
         else:
             grade = outcome.value
-            nodes.setdefault(i, set()).add(outcome.node.get("ray_node_id") or outcome.node["host"])
+            node = outcome.node or {}
+            nodes.setdefault(i, set()).add(str(node.get("ray_node_id") or node.get("host")))
         runs.setdefault(i, {"gold": [], "empty": []})[kind].append(grade)
         while ready < len(tasks) and sum(map(len, runs.get(ready, {}).values())) == 2 * repeats:
             task, done = tasks[ready], runs.pop(ready)

@@ -40,7 +40,9 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [round(start + i * step, 12) for i in range(int(math.ceil((hi - start) / step - 1e-9)) + 1)]
 
 
-def _frame(chart_id: str, title: str, xlabels: list[str], lo: float, hi: float, y_label: str) -> tuple[list[str], ...]:
+def _frame(
+    chart_id: str, title: str, xlabels: list[str], lo: float, hi: float, y_label: str
+) -> tuple[list[str], list[float]]:
     ticks = _ticks(lo, hi)
     lo, hi = ticks[0], ticks[-1]
     parts = [

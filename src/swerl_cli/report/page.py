@@ -26,7 +26,7 @@ CHUNK = 32  # records per compressed body chunk
 
 
 def _asset(name: str) -> str:
-    return resources.files("swerl_cli.report").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("swerl_cli.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _json_script(text: str) -> str:
@@ -97,7 +97,10 @@ def charts(data: ReportData) -> list[str]:
     if statuses:
         mix = {k: [(it["train"] or {}).get("exit_status", {}).get(k, 0) for it in its] for k in statuses}
         out.append(stacked_bars("exit_status", "exit status (train rollouts)", xs, mix))
-    stages = {"episodes (sum)": _get(its, "train", "episode_s"), "grading (sum)": _get(its, "train", "grade_s")}
+    stages: dict[str, list[Any]] = {
+        "episodes (sum)": _get(its, "train", "episode_s"),
+        "grading (sum)": _get(its, "train", "grade_s"),
+    }
     for key in ("engine_init_s", "old_logprob_pass_s", "steps_s", "save_s"):
         stages[f"dapo {key.removesuffix('_s').replace('_', ' ')}"] = [
             ((it["dapo"] or {}).get("timing") or {}).get(key) for it in its

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.agent.tools import parse_text_action, parse_tool_calls
+from swerl_cli.records import dict_at, list_at
 
 MAX_TESTS = 500  # per list; the rest is counted
 
@@ -51,11 +52,11 @@ def _assistant(msg: dict[str, Any], turn: dict[str, Any] | None, max_chars: int)
 
 
 def _tests(grade: dict[str, Any]) -> dict[str, Any]:
-    tests = grade.get("tests") if isinstance(grade.get("tests"), dict) else {}
-    status = tests.get("status") if isinstance(tests.get("status"), dict) else {}
+    tests = dict_at(grade, "tests")
+    status = dict_at(tests, "status")
     out: dict[str, Any] = {}
     for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
-        res = tests.get(key) if isinstance(tests.get(key), dict) else {}
+        res = dict_at(tests, key)
         rows = [[t, True, status.get(t)] for t in res.get("success") or []]
         rows += [[t, False, status.get(t)] for t in res.get("failure") or []]
         rows.sort(key=lambda r: (r[1], r[0]))  # failures first
@@ -66,12 +67,13 @@ def _tests(grade: dict[str, Any]) -> dict[str, Any]:
 
 def body_of(obj: dict[str, Any], systems: dict[str, int], max_chars: int = 6000) -> dict[str, Any]:
     """The viewer body of one graded record; `systems` (text -> index) collects the shared system prompts."""
-    msgs = obj.get("messages") if isinstance(obj.get("messages"), list) else []
+    msgs = list_at(obj, "messages")
     turns = [t for t in obj.get("turns") or [] if isinstance(t, dict)]
     by_index = {t.get("message_index"): t for t in turns}
     assistants = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"]
     for k, i in enumerate(assistants):  # records without message_index: turns in order
-        by_index.setdefault(i, turns[k] if k < len(turns) and "message_index" not in turns[k] else None)
+        if k < len(turns) and "message_index" not in turns[k]:
+            by_index.setdefault(i, turns[k])
     sys_index, shown = None, []
     for i, m in enumerate(msgs):
         if not isinstance(m, dict):
@@ -83,13 +85,13 @@ def body_of(obj: dict[str, Any], systems: dict[str, int], max_chars: int = 6000)
             shown.append(_assistant(m, by_index.get(i), max_chars))
         else:
             shown.append({"role": role, "text": cut(_text(m.get("content")), max_chars)})
-    grade = obj.get("grade") if isinstance(obj.get("grade"), dict) else {}
+    grade = dict_at(obj, "grade")
     return {
         "id": obj.get("id"),
         "run": obj.get("run"),
         "exit_status": obj.get("exit_status"),
         "error": obj.get("error"),
-        "stats": obj.get("stats") if isinstance(obj.get("stats"), dict) else {},
+        "stats": dict_at(obj, "stats"),
         "system": sys_index,
         "messages": shown,
         "patch": cut(obj.get("patch") or "", max_chars * 4),

@@ -155,7 +155,11 @@ def collate(samples: list[Sample], pad_token_id: int = 0) -> PackedBatch:
         zero_l = torch.zeros((1, 1), dtype=torch.long)
         zero_f = torch.zeros((1, 1), dtype=torch.float32)
         return PackedBatch(zero_l + pad_token_id, zero_l.clone(), zero_f, zero_f.clone(), zero_l - 1, [])
-    ids, pos, mask, lps, idx = [], [], [], [], []
+    ids: list[int] = []
+    pos: list[int] = []
+    mask: list[int] = []
+    lps: list[float] = []
+    idx: list[int] = []
     for k, s in enumerate(samples):
         ids += s.input_ids
         pos += range(len(s))

@@ -422,7 +422,7 @@ def _fused_logprob_fn() -> Any:
                 g_weight.addmm_(d.t(), h.float())
                 if g_bias is not None:
                     g_bias += d.sum(0)
-            g_b = g_bias.to(bias.dtype) if g_bias is not None else None
+            g_b = g_bias.to(bias.dtype) if g_bias is not None and bias is not None else None
             return g_hidden, g_weight.to(weight.dtype), g_b, None, None
 
     return FusedLogprob

@@ -14,6 +14,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 VOCAB_SIZE = 2048
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m swerl_cli.training.tiny OUT_DIR [--seed N] [--vllm] [--force]`: idempotent unless --force."""
     args = list(sys.argv[1:] if argv is None else argv)
     force = "--force" in args
-    shape = VLLM_SHAPE if "--vllm" in args else {}
+    shape: dict[str, Any] = dict(VLLM_SHAPE) if "--vllm" in args else {}
     args = [a for a in args if a not in ("--force", "--vllm")]
     seed = 0
     if "--seed" in args:
