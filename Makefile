@@ -82,9 +82,10 @@ rft: venv  ## rejection fine-tuning: make rft DATA=selected.jsonl [NGPUS=8 MODEL
 	    --model $(or $(MODEL),.cache/tiny-model) --output $(or $(OUT),$(RFT_OUT)) $(RFT_ARGS); fi
 
 # ---------------------------------------------------------------- quality
-lint: venv  ## ruff
+lint: venv  ## ruff (lint + format) and mypy (src/swerl_cli; settings in pyproject.toml)
 	$(VENV)/bin/ruff check src tests benchmarks scripts examples/*.py
 	$(VENV)/bin/ruff format --check src tests benchmarks scripts examples/*.py
+	$(VENV)/bin/mypy
 
 test: lint  ## ruff, then pytest (docker tests run for real; CI=true fails when no engine)
 	@echo "make test: pytest -m 'not gpu' $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
@@ -105,7 +106,7 @@ demo: setup  ## the pipeline on the bundled example tasks
 
 clean:  ## remove caches, runs and leftover sandboxes (keeps the venv and images)
 	-$(SWERL) sandbox prune --stale 2>/dev/null
-	rm -rf .cache runs demo-out bench-out .pytest_cache .ruff_cache
+	rm -rf .cache runs demo-out bench-out .pytest_cache .ruff_cache .mypy_cache
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 include mk/rl.mk  # the RL loop: rl, rl-iter, rl-stage2-pool (DAPO engineer)
