@@ -4,7 +4,9 @@
 #   2. collect --policy hf (tiny model)   | grade   (a real sampled policy, G samples per task)
 #   3. eval of both runs side by side, filter examples
 #   4. rft on the resolved gold trajectories -> checkpoint; collect with it (it loads and runs)
-#   5. dapo: one RL update on the tiny model's graded groups -> checkpoint
+#   5. RL on the toy task (examples/toy-tasks.jsonl): an RFT warm-up teaches the random tiny model the answer
+#      format, then 3 iterations of `make rl` (collect G samples | grade -> dapo -> next checkpoint)
+#   6. swerl report on the RL run -> demo-out/report.html (curves, per-task heat map, trajectory viewer)
 # Everything runs on CPU in a few minutes. Run via `make demo` (which runs `make setup` first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +15,12 @@ TASKS="${TASKS:-examples/tasks.jsonl}"
 MODEL="${MODEL:-.cache/tiny-model}"
 OUT="${OUT:-demo-out}"
 G="${G:-2}"
+RL_ITERS="${RL_ITERS:-3}"
+RL_G="${RL_G:-16}"
+RL_BATCH="${RL_BATCH:-8}"
+RL_LR="${RL_LR:-1e-3}"
+RL_EVAL_SAMPLES="${RL_EVAL_SAMPLES:-16}"
+PY="${PY:-.venv/bin/python}"
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 if [ -t 2 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
@@ -42,19 +50,27 @@ head -c 300 "$OUT/rft-summary.json" >&2; echo >&2
 "$SWERL" collect --policy hf --model "$OUT/ckpt-rft" --run rft --max-turns 2 --max-new-tokens 32 "$TASKS" \
   | "$SWERL" grade --workers 4 -o "$OUT/graded-rft.jsonl"
 
-# With 3 turns the step penalty needs l_thr < t_max. A random tiny model resolves nothing, so every group has equal
-# rewards and DAPO's dynamic sampling drops them all (0 optimizer steps, reported); tests/dapo/test_learning.py runs
-# the full `make rl` loop where reward does rise.
-step "5. dapo: one RL update on the tiny run's groups -> $OUT/ckpt-dapo"
-"$SWERL" dapo --model "$MODEL" --output "$OUT/ckpt-dapo" --group-size "$G" --l-thr 1 --t-max 3 --batch-size 4 \
-    "$OUT/graded-tiny.jsonl" >"$OUT/dapo-summary.json"
-python3 - "$OUT/dapo-summary.json" >&2 <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-c = s["counts"]
-print(f"dapo: {s['steps']} steps, {c['groups_dropped']} of {c['groups']} groups dropped (equal rewards), "
-      f"checkpoint {s['checkpoint']}")
-PY
+# A random tiny model never writes a parsable ```command block, so every rollout fails alike, every group has equal
+# rewards and DAPO has nothing to learn from. The warm-up (as the paper's RFT before RL) teaches it to answer the toy
+# task with one of four command blocks, one of which fixes it; RL then has to find out which.
+TOY=examples/toy-tasks.jsonl
+PROMPTS=examples/toy-prompts.yaml
+step "5. RL on the toy task: RFT warm-up, then $RL_ITERS iterations of make rl (G=$RL_G, 1 turn, eval of each new checkpoint)"
+"$SWERL" collect --policy hf --model "$MODEL" --samples 1 --max-turns 1 --max-new-tokens 2 --prompt-config "$PROMPTS" \
+    "$TOY" -o "$OUT/rl-probe.jsonl" 2>/dev/null
+"$PY" scripts/toy_warmup.py "$MODEL" "$OUT/rl-probe.jsonl" "$OUT/rl-warmup.jsonl"
+"$SWERL" rft --model "$MODEL" --output "$OUT/ckpt-warmup" --lr 3e-3 --lr-schedule constant --warmup-steps 0 \
+    --epochs 30 --batch-size 4 "$OUT/rl-warmup.jsonl" 2>"$OUT/rft-warmup.log" >"$OUT/rft-warmup.json"
+echo "rft warm-up: $(grep -c '"step"' "$OUT/ckpt-warmup/metrics.jsonl") steps -> $OUT/ckpt-warmup" >&2
+make --no-print-directory rl ITERS="$RL_ITERS" RUNS="$OUT/rl" MODEL="$OUT/ckpt-warmup" TASKS="$TOY" G="$RL_G" \
+    BATCH="$RL_BATCH" LR="$RL_LR" MAX_TURNS=1 CONTEXT=4096 MAX_NEW_TOKENS=32 EVAL=1 EVAL_SAMPLES="$RL_EVAL_SAMPLES" \
+    CONCURRENCY=4 COLLECT_ARGS="--prompt-config $PROMPTS" DAPO_ARGS="--tensorboard $OUT/rl/tensorboard" 2>&1 | tee "$OUT/rl.log" | grep --line-buffered -E '^(swerl |dapo|rl:|make)' >&2
+make --no-print-directory rl-status RUNS="$OUT/rl" >&2
+
+step "6. swerl report on the RL run"
+"$SWERL" report "$OUT/rl" -o "$OUT/report.html" --title "make demo: RL on the toy task"
+echo "TensorBoard event files of the updates: $OUT/rl/tensorboard (tensorboard --logdir $OUT/rl/tensorboard)" >&2
 
 step "done: outputs in $OUT/"
 ls "$OUT" >&2
+printf '\n%sreport: open file://%s in a browser%s\n' "$bold" "$(realpath "$OUT/report.html")" "$plain" >&2

@@ -105,7 +105,7 @@ def test_report_with_10000_trajectories_stays_usable(browser: Browser, tmp_path:
     select_s = time.monotonic() - t0
     assert browser.eval("document.querySelectorAll('#detail .turn.assistant').length") == 3
     print(f"10k records: build {build_s:.1f}s, {size_mb:.1f} MB, load {load_s:.2f}s, select {select_s:.2f}s")
-    assert size_mb < 60
+    assert size_mb < 30
     assert load_s < 20
     assert select_s < 5
     assert browser.problems() == []
