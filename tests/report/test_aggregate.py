@@ -125,3 +125,16 @@ def test_report_bad_record_is_one_located_line_exit_3(tmp_path: Path):
     res = CliRunner().invoke(app, ["report", str(tmp_path), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 3
     assert "no iter-k/graded.jsonl" in res.stderr
+
+
+def test_page_text_cannot_close_its_script_elements(tmp_path: Path):
+    from swerl_cli.report.page import render_page
+
+    evil = "</script><script>alert(1)</script><!--"
+    rec = graded(f"T{evil}", 0, observation=evil)
+    data = build_report([str(write_jsonl(tmp_path / "g.jsonl", [rec]))])
+    html = render_page(data)
+    # the index, one body chunk and the viewer script: three elements, so exactly three closing tags
+    assert html.count("<script") == html.count("</script>") == 3
+    index = html.split('id="swerl-index">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(index)["tasks"] == [f"T{evil}"]  # escaped in the page, intact once parsed
