@@ -11,8 +11,9 @@ import json
 import random
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.http_server import JsonServer
 
 FAULTS = {
     "http_503": (503, b'{"error": {"message": "injected overload"}}'),
@@ -24,7 +25,7 @@ FAULTS = {
 }
 
 
-class FaultyServer:
+class FaultyServer(JsonServer):
     """Serve on 127.0.0.1:<free port>; `base_url` ends in /v1. Use as a context manager."""
 
     def __init__(self, script: list[str], *, fail_share: float = 0.0, seed: int = 0):
@@ -36,39 +37,10 @@ class FaultyServer:
         self.fault_times: list[float] = []  # time.monotonic() of each injected fault
         self.served = 0
         self.lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, data = server.answer(body)
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> FaultyServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def respond(self, path: str, body: Any) -> tuple[int, bytes]:
+        return self.answer(body)
 
     def answer(self, body: dict[str, Any]) -> tuple[int, bytes]:
         with self.lock:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.http_server import JsonServer
 
-class TinyServer:
+
+class TinyServer(JsonServer):
     """Serve `model_path` on 127.0.0.1:<free port>; `base_url` ends in /v1."""
 
     def __init__(self, model_path: str, max_model_len: int = 8192):
@@ -33,40 +34,11 @@ class TinyServer:
         self.hang_s = 5.0
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = server.handle(self.path, body)
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def start(self) -> TinyServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def respond(self, path: str, body: Any) -> tuple[int, bytes]:
+        status, payload = self.handle(path, body)
+        return status, json.dumps(payload).encode()
 
     def reset(self) -> None:
         self.script, self.fail_next, self.hang_next, self.requests = None, [], 0, []
