@@ -118,7 +118,8 @@ def jsonl(records: list[dict[str, Any]]) -> bytes:
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
-    """Write records to `path` as JSONL; returns the path."""
+    """Write records to `path` as JSONL (parent directories created); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(jsonl(records))
     return path
 

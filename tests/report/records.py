@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.records import graded as base_graded
+from tests.records import write_jsonl
+
 SYSTEM = "You fix bugs. Reply with one ```command block per turn.\n" + "Tools: bash, view, edit, submit.\n" * 20
 PATCH = (
     "diff --git a/greet/core.py b/greet/core.py\n--- a/greet/core.py\n+++ b/greet/core.py\n@@ -1,3 +1,2 @@\n"
@@ -45,50 +48,24 @@ def graded(
         msgs.append({"role": "assistant", "content": content})
         if not last:
             msgs.append({"role": "user", "content": f"{observation} {k}"})
-    return {
-        "schema": "swerl.graded/1",
-        "id": f"{iid}/{run}/{sample}",
-        "instance_id": iid,
-        "run": run,
-        "sample": sample,
-        "task": {"instance_id": iid, "repo": "toy/greet"},
-        "messages": msgs,
-        "turns": trecs,
-        "patch": PATCH if resolved else "",
-        "exit_status": exit_status,
-        "error": "sandbox start failed" if exit_status == "error" else None,
-        "stats": {
-            "turns": turns,
-            "tokens_total": tokens,
-            "format_errors": int(format_error_turn is not None),
-            "wall_s": 2.0,
-        },  # fmt: skip
-        "grade": {
-            "status": status,
-            "resolved": resolved,
-            "reward": None if status == "error" else float(resolved),
-            "patch_applied": resolved,
-            "tests": {
-                "FAIL_TO_PASS": {
-                    "success": ["tests/test_greet.py::test_case"] if resolved else [],
-                    "failure": [] if resolved else ["tests/test_greet.py::test_case"],
-                },  # fmt: skip
-                "PASS_TO_PASS": {"success": ["tests/test_greet.py::test_other"], "failure": []},
-                "status": {
-                    "tests/test_greet.py::test_case": "PASSED" if resolved else "FAILED",
-                    "tests/test_greet.py::test_other": "PASSED",
-                },  # fmt: skip
-            },
-            "log_tail": "===== 2 passed in 0.01s =====" if resolved else "===== 1 failed, 1 passed =====",
-            "duration_s": 1.5,
+    rec = base_graded(
+        iid, sample, resolved, run=run, patch=PATCH if resolved else "", turns=turns, tokens=tokens,
+        status=status, exit_status=exit_status, repo="toy/greet",
+    )  # fmt: skip
+    rec.update(messages=msgs, turns=trecs, error="sandbox start failed" if exit_status == "error" else None)
+    rec["stats"].update(format_errors=int(format_error_turn is not None), wall_s=2.0)
+    case, other = "tests/test_greet.py::test_case", "tests/test_greet.py::test_other"
+    rec["grade"].update(
+        patch_applied=resolved,
+        tests={
+            "FAIL_TO_PASS": {"success": [case] if resolved else [], "failure": [] if resolved else [case]},
+            "PASS_TO_PASS": {"success": [other], "failure": []},
+            "status": {case: "PASSED" if resolved else "FAILED", other: "PASSED"},
         },
-    }
-
-
-def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+        log_tail="===== 2 passed in 0.01s =====" if resolved else "===== 1 failed, 1 passed =====",
+        duration_s=1.5,
+    )
+    return rec
 
 
 def dapo_summary(steps: int, groups: int, dropped: int, clip_low: float, clip_high: float, gap: float) -> dict:
