@@ -31,6 +31,11 @@ def some_tasks(tmp_path: Path, n: int) -> Path:
     return path
 
 
+def collect_from(server, tasks: str, out: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`swerl collect TASKS --policy openai --base-url <the test server> ARGS -o OUT`."""
+    return collect(tasks, "--policy", "openai", "--base-url", server.base_url, *args, "-o", str(out))
+
+
 def collect(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes]:
     return run_swerl("collect", *args, timeout=timeout)
 
@@ -127,34 +132,14 @@ def test_openai_collect_records_token_exact_turns(server, tiny_model, tmp_path):
 def test_format_errors_end_the_episode_and_max_turns_keeps_the_diff(server, tmp_path):
     server.script = ["I think I should look around, but I forget the fence."]
     out = tmp_path / "fmt.jsonl"
-    res = collect(
-        str(some_tasks(tmp_path, 1)),
-        "--policy",
-        "openai",
-        "--base-url",
-        server.base_url,
-        "--max-format-errors",
-        "2",
-        "-o",
-        str(out),
-    )
+    res = collect_from(server, str(some_tasks(tmp_path, 1)), out, "--max-format-errors", "2")
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     (r,) = read_jsonl(out)
     assert r["exit_status"] == "format_errors"
     assert [t["format_error"] for t in r["turns"]] == [True, True]
     assert r["messages"][3]["content"].startswith("Error: cannot extract command")
     server.script = [SCRIPT[1]]
-    res = collect(
-        str(some_tasks(tmp_path, 1)),
-        "--policy",
-        "openai",
-        "--base-url",
-        server.base_url,
-        "--max-turns",
-        "2",
-        "-o",
-        str(out),
-    )
+    res = collect_from(server, str(some_tasks(tmp_path, 1)), out, "--max-turns", "2")
     (r,) = read_jsonl(out)
     assert (r["exit_status"], r["stats"]["turns"]) == ("max_turns", 2)
     assert r["patch"].count("+# touched") == 2
@@ -165,7 +150,7 @@ def test_context_limit_from_the_server_ends_the_episode(server, tmp_path):
     server.max_model_len = 300
     try:
         out = tmp_path / "ctx.jsonl"
-        res = collect(str(some_tasks(tmp_path, 1)), "--policy", "openai", "--base-url", server.base_url, "-o", str(out))
+        res = collect_from(server, str(some_tasks(tmp_path, 1)), out)
     finally:
         server.max_model_len = 8192
     assert res.returncode == 0
@@ -179,33 +164,11 @@ def test_server_errors_are_retried_then_recorded_and_the_run_goes_on(server, tmp
     server.hang_next, server.hang_s = 1, 3.0  # first request times out, the retry succeeds
     server.fail_next = [503]
     out = tmp_path / "retry.jsonl"
-    res = collect(
-        str(some_tasks(tmp_path, 1)),
-        "--policy",
-        "openai",
-        "--base-url",
-        server.base_url,
-        "-c",
-        str(cfg),
-        "-o",
-        str(out),
-    )
+    res = collect_from(server, str(some_tasks(tmp_path, 1)), out, "-c", str(cfg))
     assert res.returncode == 0
     assert read_jsonl(out)[0]["exit_status"] == "submitted"
     server.fail_next = [500] * 3  # 3 attempts (1 + 2 retries) all fail: that episode is an error record
-    res = collect(
-        str(some_tasks(tmp_path, 2)),
-        "--policy",
-        "openai",
-        "--base-url",
-        server.base_url,
-        "-c",
-        str(cfg),
-        "--concurrency",
-        "1",
-        "-o",
-        str(out),
-    )
+    res = collect_from(server, str(some_tasks(tmp_path, 2)), out, "-c", str(cfg), "--concurrency", "1")
     assert res.returncode == 0
     statuses = [r["exit_status"] for r in read_jsonl(out)]
     assert statuses == ["error", "submitted"]
@@ -267,21 +230,8 @@ def test_sigint_mid_run_leaves_no_containers_and_resume_completes(server, tmp_pa
     assert containers("swerl.run=sigint-test") == []
     done = read_jsonl(out)
     assert 1 <= len(done) < 8
-    res = collect(
-        str(tasks),
-        "--policy",
-        "openai",
-        "--base-url",
-        server.base_url,
-        "--samples",
-        "2",
-        "--concurrency",
-        "4",
-        "--run",
-        "sigint-test",
-        "--resume",
-        "-o",
-        str(out),
+    res = collect_from(
+        server, str(tasks), out, "--samples", "2", "--concurrency", "4", "--run", "sigint-test", "--resume"
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     ids = [r["id"] for r in read_jsonl(out)]
