@@ -52,9 +52,9 @@ def padded(rows, left, fill=None):
     n, fill = max(len(r) for r in rows), pad if fill is None else fill
     ids = [([fill] * (n - len(r)) + r) if left else (r + [fill] * (n - len(r))) for r in rows]
     return torch.tensor(ids)
-losses, times = [], []
+losses, times, cpu = [], [], []
 for step in steps:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     prompts = [s["prompt"] for s in step]; comps = [s["completion"] for s in step]; masks = [s["mask"] for s in step]
     inputs = {
         "prompt_ids": padded(prompts, True), "prompt_mask": padded([[1] * len(p) for p in prompts], True, 0),
@@ -66,9 +66,9 @@ for step in steps:
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step(); opt.zero_grad()
-    times.append(time.perf_counter() - t0)
+    times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
     losses.append(float(loss))
-print(json.dumps({"step_s": times, "first_loss": losses[0], "steps": len(losses),
+print(json.dumps({"step_s": times, "step_cpu_s": cpu, "first_loss": losses[0], "steps": len(losses),
                   "config": {"bf16": cfg.bf16, "gradient_checkpointing": cfg.gradient_checkpointing,
                              "loss_type": cfg.loss_type, "per_device_train_batch_size": 8}}))
 """
@@ -203,6 +203,8 @@ def main() -> None:
     s_fast = sum(m["step_s"] for m in fast)
     s_slow = sum(m["step_s"] for m in slow) + summary_t["timing"]["old_logprob_pass_s"]
     s_trl = sum(trl["step_s"])
+    c_fast = sum(m["step_cpu_s"] for m in fast)
+    c_trl = sum(trl["step_cpu_s"])
     print(
         f"DAPO update, {GROUPS}x{G} trajectories, {sum(lengths)} tokens ({summary['tokens']} action tokens), {n} "
         f"optimizer steps, CPU fp32, {threads} threads; fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; "
@@ -224,4 +226,8 @@ def main() -> None:
     print(
         f"ratio TRL / swerl time per update: {s_trl / s_fast:.2f}x (sampler logprobs, no second forward), "
         f"{s_trl / s_slow:.2f}x (with the theta_old pass); target >= 1.5x"
+    )
+    print(
+        f"CPU seconds in the steps (both threads): swerl (sampler) {c_fast:.1f}, TRL {c_trl:.1f}: "
+        f"{c_trl / c_fast:.2f}x per CPU second"
     )

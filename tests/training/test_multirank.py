@@ -83,7 +83,8 @@ def _assert_same_update(ref: dict, other: dict, fields: tuple[str, ...]) -> None
             # Its true gradient is exactly 0 (a key bias adds the same q.b to every score of a query; softmax
             # ignores it), so Adam turns float noise into lr-sized steps that differ between any two runs.
             continue
-        torch.testing.assert_close(w_other[name], w_ref[name], rtol=1e-4, atol=2e-6, msg=name)
+        # float noise (another reduction order, recomputation) moves a weight by ~1e-5 of its ~3e-2 update
+        torch.testing.assert_close(w_other[name], w_ref[name], rtol=1e-3, atol=2e-5, msg=name)
 
 
 def _dapo_records() -> list[dict]:

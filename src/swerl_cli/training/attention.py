@@ -52,15 +52,11 @@ def packed_sdpa_forward(
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    if gqa:  # the fused CPU kernel wants equal head counts; repeat the KV heads (a view + one copy per layer)
-        from transformers.integrations.sdpa_attention import repeat_kv
-
-        rep = query.shape[1] // key.shape[1]
-        key, value = repeat_kv(key, rep), repeat_kv(value, rep)
     p = dropout if module.training else 0.0
+    q, k, v = query, key, value
     parts = [
         F.scaled_dot_product_attention(
-            query[:, :, s:e], key[:, :, s:e], value[:, :, s:e], dropout_p=p, scale=scaling, is_causal=e - s > 1
+            q[:, :, s:e], k[:, :, s:e], v[:, :, s:e], dropout_p=p, scale=scaling, is_causal=True, enable_gqa=gqa
         )
         for s, e in document_bounds(position_ids)
     ]

@@ -157,7 +157,7 @@ class TrainEngine:
         else:  # a client torch optimizer avoids DeepSpeed's FusedAdam JIT build on CPU
             opt = torch.optim.AdamW(params, lr=cfg.lr, betas=betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, total_steps, cfg.lr_schedule))
-        ds_cfg = ds_config(cfg, world, bf16)
+        ds_cfg = ds_config(cfg, world, bf16, largest_param=max(p.numel() for p in model.parameters()))
         wrapped = logprob_module(model, zero3=cfg.zero_stage == 3)
         engine, _, _, _ = deepspeed.initialize(model=wrapped, optimizer=opt, lr_scheduler=sched, config=ds_cfg, mpu=mpu)
         return cls(engine, tok, cfg, device, sp_group)
@@ -447,11 +447,17 @@ class _LazyFn:
 _FusedLogprob = _LazyFn()
 
 
-def ds_config(cfg: EngineConfig, world_size: int, bf16: bool) -> dict[str, Any]:
+def ds_config(cfg: EngineConfig, world_size: int, bf16: bool, largest_param: int = 0) -> dict[str, Any]:
     """The DeepSpeed config: micro-batch 1 (one packed row), accumulation driven by train_step's boundary flag."""
     zero: dict[str, Any] = {"stage": cfg.zero_stage}
     if cfg.zero_stage == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True
+        if cfg.sequence_parallel > 1:
+            # ZeRO-3's reduce-scatter path averages gradients over every rank, ignoring the SP degree (DeepSpeed
+            # 0.19.8, stage3.__avg_scatter_grads); the contiguous all-reduce path divides by world / SP. Take the
+            # latter for every bucket: no reduce-scatter, and buckets that hold the largest parameter.
+            zero["reduce_scatter"] = False
+            zero["reduce_bucket_size"] = max(500_000_000, largest_param)
     if cfg.offload and cfg.zero_stage >= 2:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
         if cfg.zero_stage == 3:

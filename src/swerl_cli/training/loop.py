@@ -109,16 +109,17 @@ def run_steps(
     """Run optimizer steps `plans[start:stop]`; returns the last step's metrics ({} when none ran).
 
     Each metrics line is `{"step", <metrics_for fields>, "lr", "grad_norm", "samples", "micro_batches", "step_s",
-    "elapsed_s"}`; step_s is the optimizer step alone (micro-batch collation included, logging excluded).
+    "step_cpu_s", "elapsed_s"}`; step_s is the optimizer step alone (micro-batch collation included, logging
+    excluded), step_cpu_s the CPU time this process spent in it.
     """
     stop = len(plans) if stop is None else min(stop, len(plans))
     last: dict[str, Any] = {}
     t_run = time.perf_counter()
     for plan in plans[start:stop]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         batches = rank_micro_batches(plan, samples, engine.dp_rank, pad_token_id)
         stats = engine.train_step(batches, loss_for(plan))
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         step = plan.index + 1
         last = {
             "step": step,
@@ -128,6 +129,7 @@ def run_steps(
             "samples": plan.n_samples,
             "micro_batches": plan.n_micro,
             "step_s": dt,
+            "step_cpu_s": cpu,  # this process's CPU time (all threads): steadier than wall time on a shared host
             "elapsed_s": time.perf_counter() - t_run,
         }
         log.write(last)
