@@ -117,7 +117,9 @@ class _SubmitServer:
 
             def do_POST(self) -> None:  # http.server's name
                 self.rfile.read(int(self.headers["Content-Length"]))
-                server.requests += 1
+                # Each episode's policy first probes POST /tokenize (vLLM detection), answered here like any route;
+                # only the turns count.
+                server.requests += self.path.endswith("/chat/completions")
                 reply = {"role": "assistant", "content": "Done.\n```command\nsubmit\n```"}
                 data = json.dumps({"choices": [{"message": reply, "finish_reason": "stop"}]}).encode()
                 self.send_response(200)

@@ -36,6 +36,5 @@ def test_grade_emits_a_record_before_its_input_ends(tmp_path) -> None:
         time.sleep(0.2)
         assert proc.poll() is None  # still waiting for input
     finally:
-        proc.stdin.close()
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)  # closes stdin: grade sees the end of its input
     assert proc.returncode == 0, err.decode()[-2000:]
