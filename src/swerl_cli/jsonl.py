@@ -130,25 +130,6 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY)
 
 
-def existing_ids(path: str | os.PathLike[str], key: str = "id") -> set[str]:
-    """IDs already present in a JSONL output file, for `--resume`; a trailing partial line is ignored."""
-    ids: set[str] = set()
-    p = Path(path)
-    if not p.exists():
-        return ids
-    with open(p, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict) and isinstance(obj.get(key), str):
-                ids.add(obj[key])
-    return ids
-
-
 def __getattr__(name: str) -> Any:
     """`RecordWriter` moved to swerl_cli.outputs (the output contract); the old import path keeps working."""
     if name == "RecordWriter":

@@ -7,7 +7,20 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, TENSORBOARD, WANDB, boundary, check_checkpoint_dir, err_console
+from swerl_cli.cli._common import (
+    ATTN_IMPLEMENTATION,
+    CONFIG,
+    DTYPE,
+    GRADIENT_CHECKPOINTING,
+    INPUTS,
+    OFFLOAD,
+    SEQUENCE_PARALLEL,
+    TENSORBOARD,
+    WANDB,
+    boundary,
+    check_checkpoint_dir,
+    err_console,
+)
 
 HELP = (
     "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
@@ -48,16 +61,11 @@ def _dapo(
     micro_batch_tokens: Annotated[int | None, _opt("Token budget of one packed forward/backward.")] = None,
     max_seq_len: Annotated[int | None, _opt("Longest trajectory sequence accepted, in tokens.")] = None,
     zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3).")] = None,
-    offload: Annotated[bool | None, _opt("Offload optimizer state (and ZeRO-3 params) to CPU memory.")] = None,
-    gradient_checkpointing: Annotated[bool | None, _opt("Recompute activations in backward.")] = None,
-    dtype: Annotated[str | None, _opt("auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")] = None,
-    attn_implementation: Annotated[
-        str | None,
-        _opt("Attention over packed rows: auto, packed_sdpa, flash_attention_2 (per document), or sdpa/eager (dense)."),
-    ] = None,
-    sequence_parallel: Annotated[
-        int | None, _opt("Ulysses sequence parallelism: split each sequence over N ranks (divides the world size).")
-    ] = None,
+    offload: OFFLOAD = None,
+    gradient_checkpointing: GRADIENT_CHECKPOINTING = None,
+    dtype: DTYPE = None,
+    attn_implementation: ATTN_IMPLEMENTATION = None,
+    sequence_parallel: SEQUENCE_PARALLEL = None,
     seed: Annotated[int | None, _opt("Seed for the step split and the engine.")] = None,
     carry_optimizer: Annotated[
         bool | None, _opt("Load/save AdamW state beside the checkpoints so it persists across iterations.")

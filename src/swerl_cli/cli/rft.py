@@ -6,7 +6,19 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, TENSORBOARD, WANDB, boundary, err_console
+from swerl_cli.cli._common import (
+    ATTN_IMPLEMENTATION,
+    CONFIG,
+    DTYPE,
+    GRADIENT_CHECKPOINTING,
+    INPUTS,
+    OFFLOAD,
+    SEQUENCE_PARALLEL,
+    TENSORBOARD,
+    WANDB,
+    boundary,
+    err_console,
+)
 
 HELP = (
     "Rejection fine-tuning (paper §4.2): next-token loss on exactly the tokens the policy sampled in the input "
@@ -52,16 +64,11 @@ def _rft(
     seed: Annotated[int | None, _opt("Seed for the shuffle and the engine.")] = None,
     shuffle: Annotated[bool | None, _opt("Shuffle sequences (seeded) before cutting them into steps.")] = None,
     zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3; default 2).")] = None,
-    offload: Annotated[bool | None, _opt("Offload optimizer state (and ZeRO-3 params) to CPU memory.")] = None,
-    gradient_checkpointing: Annotated[bool | None, _opt("Recompute activations in backward.")] = None,
-    dtype: Annotated[str | None, _opt("auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")] = None,
-    attn_implementation: Annotated[
-        str | None,
-        _opt("Attention over packed rows: auto, packed_sdpa, flash_attention_2 (per document), or sdpa/eager (dense)."),
-    ] = None,
-    sequence_parallel: Annotated[
-        int | None, _opt("Ulysses sequence parallelism: split each sequence over N ranks (divides the world size).")
-    ] = None,
+    offload: OFFLOAD = None,
+    gradient_checkpointing: GRADIENT_CHECKPOINTING = None,
+    dtype: DTYPE = None,
+    attn_implementation: ATTN_IMPLEMENTATION = None,
+    sequence_parallel: SEQUENCE_PARALLEL = None,
     save_every: Annotated[int | None, _opt("Resumable DeepSpeed checkpoint every N steps (0: none).")] = None,
     resume: Annotated[bool | None, _opt("Continue from the last checkpoint under OUTPUT/ds_checkpoints.")] = None,
     metrics: Annotated[str | None, _opt("Metrics JSONL path (default OUTPUT/metrics.jsonl).")] = None,
