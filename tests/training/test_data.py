@@ -76,6 +76,17 @@ def test_rerender_needs_generation_markers(tok) -> None:
         trajectory_to_sample(_loc(rec), plain)
 
 
+def test_rerender_with_a_broken_template_is_one_located_line(tok) -> None:
+    broken = copy.deepcopy(tok)
+    # Generation markers present, but the template refuses every conversation (jinja2's TemplateError).
+    broken.chat_template = "{%- generation -%}{%- endgeneration -%}{{ raise_exception('no tools role here') }}"
+    rec = make_trajectory(tok, 4)
+    rec["turns"] = None
+    with pytest.raises(InputError, match=r"runs\.jsonl:7: field 'messages': the chat template cannot render") as info:
+        trajectory_to_sample(_loc(rec), broken)
+    assert "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("mutate", "pattern"),
     [

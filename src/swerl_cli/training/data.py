@@ -148,11 +148,13 @@ def sample_from_messages(loc: Located, tokenizer: Any, mask_format_errors: bool,
     messages = require(loc, "messages", list)
     if not messages:
         raise loc.error("messages", "empty: there is no conversation to render")
+    from jinja2 import TemplateError  # transformers renders chat templates with jinja2
+
     try:
         out = tokenizer.apply_chat_template(
             messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, add_generation_prompt=False
         )
-    except (ValueError, TypeError, KeyError) as e:  # the template rejects the conversation (jinja errors included)
+    except (ValueError, TypeError, KeyError, TemplateError) as e:  # the template rejects the conversation
         raise loc.error("messages", f"the chat template cannot render them: {str(e).splitlines()[0]}") from None
     ids = list(out["input_ids"])
     amask = list(out["assistant_masks"])
