@@ -9,7 +9,7 @@ from typing import Any
 from swerl_cli.agent.loop import AgentSettings
 from swerl_cli.config import check_positive
 from swerl_cli.errors import ConfigError
-from swerl_cli.executor import Placement
+from swerl_cli.executor import JobSettings
 from swerl_cli.policy.base import Sampling
 from swerl_cli.sandbox import BACKENDS
 
@@ -25,7 +25,7 @@ def _subset(cls: type, source: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class CollectConfig:
+class CollectConfig(JobSettings):
     """Everything `swerl collect` needs; flags are the kebab-case twins of these fields."""
 
     policy: str = "openai"
@@ -69,19 +69,10 @@ class CollectConfig:
     memory_mb: int = 4096
     cpus: float = 1.0
     network: bool = False
-    registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
-    pull: bool = True
-    image_budget_gb: float | None = None
-    ray: str | None = None  # Ray cluster address (or "auto"): episodes run on its nodes
-    episode_cpus: float = 0.5  # Ray resource request per episode (paper: 0.5 CPU, 2 GiB per agent)
-    episode_memory_gb: float = 2.0
-    max_episode_retries: int = 2  # Ray reruns of an episode whose worker or node died
+    # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
 
     def __post_init__(self) -> None:
-        self.placement()
-        from swerl_cli.sandbox.images import ImageSettings
-
-        ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)  # validates both fields
+        self.check_job_settings()
         for name in (
             "samples",
             "concurrency",
@@ -111,10 +102,6 @@ class CollectConfig:
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
         self.shard_index()
-
-    def placement(self) -> Placement:
-        """The per-episode request on a Ray cluster."""
-        return Placement(self.episode_cpus, self.episode_memory_gb, self.max_episode_retries)
 
     def shard_index(self) -> tuple[int, int] | None:
         """(i, n) from `--shard i/n`, or None."""

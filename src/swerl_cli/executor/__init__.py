@@ -51,6 +51,31 @@ class Placement:
             raise ConfigError(f"--max-episode-retries must be >= 0; got {self.max_retries}")
 
 
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """The fields every command that runs sandbox jobs shares (collect, grade): where task images come from, and
+    what each job asks of a Ray cluster. Configs extend it; flags are the kebab-case twins of the fields."""
+
+    registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
+    pull: bool = True
+    image_budget_gb: float | None = None
+    ray: str | None = None  # Ray cluster address (or "auto"): jobs run on its nodes
+    episode_cpus: float = 0.5  # Ray resource request per job (paper: 0.5 CPU, 2 GiB per agent)
+    episode_memory_gb: float = 2.0
+    max_episode_retries: int = 2  # Ray reruns of a job whose worker or node died
+
+    def check_job_settings(self) -> None:
+        """ConfigError on a bad mirror, budget or Ray request (call from the config's __post_init__)."""
+        from swerl_cli.sandbox.images import ImageSettings
+
+        ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)  # validates both fields
+        self.placement()
+
+    def placement(self) -> Placement:
+        """The per-job request on a Ray cluster."""
+        return Placement(self.episode_cpus, self.episode_memory_gb, self.max_episode_retries)
+
+
 class Executor(Protocol):
     """Runs jobs; `window` is how many jobs a caller keeps submitted at once."""
 

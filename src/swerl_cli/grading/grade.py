@@ -15,7 +15,7 @@ from typing import Any
 
 from swerl_cli.config import check_positive
 from swerl_cli.errors import ConfigError, SandboxError
-from swerl_cli.executor import Placement
+from swerl_cli.executor import JobSettings
 from swerl_cli.grading.logs import log_family, parse_junit, parse_text_log
 from swerl_cli.grading.verdict import SEMANTICS, suspicious, verdict
 from swerl_cli.records import Task
@@ -35,7 +35,7 @@ TEST_LOG_CAP = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)
-class GradeConfig:
+class GradeConfig(JobSettings):
     """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
 
     sandbox: str = "docker"
@@ -49,18 +49,10 @@ class GradeConfig:
     repo_dir: str | None = None
     sandbox_user: str | None = None  # None: the image's USER (swerl-built images: unprivileged `swerl`)
     log_tail_chars: int = 4000
-    registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
-    pull: bool = True
-    image_budget_gb: float | None = None
-    ray: str | None = None  # Ray cluster address (or "auto"): jobs run on its nodes
-    episode_cpus: float = 0.5  # Ray resource request per job (paper: 0.5 CPU, 2 GiB per agent)
-    episode_memory_gb: float = 2.0
-    max_episode_retries: int = 2  # Ray retries of a job whose worker or node died
+    # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
 
     def __post_init__(self) -> None:
-        from swerl_cli.sandbox.images import ImageSettings
-
-        ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)  # validates both fields
+        self.check_job_settings()
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
         check_positive("timeout_s", self.timeout_s)
@@ -69,11 +61,6 @@ class GradeConfig:
             raise ConfigError(f"field 'workers': must be between 1 and 256; got {self.workers}")
         if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16:
             raise ConfigError("limits: memory_mb >= 64, cpus > 0 and pids >= 16 are required")
-        self.placement()
-
-    def placement(self) -> Placement:
-        """The per-job request on a Ray cluster."""
-        return Placement(self.episode_cpus, self.episode_memory_gb, self.max_episode_retries)
 
     def limits(self) -> SandboxLimits:
         """The sandbox limits this config implies."""
