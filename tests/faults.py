@@ -2,7 +2,8 @@
 
 Turn n of every conversation (n = assistant messages already in the request) is answered with `script[n]`. A
 request fails when the next entry of `fail_next` says so, or with probability `fail_share` (kinds drawn in turn).
-Each injected fault is counted by kind in `injected`.
+Each injected fault is counted by kind in `injected`. Only chat completions are answered (or failed); any other
+route, such as the policy's `/tokenize` probe, gets 404 as from a plain OpenAI-compatible server.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class FaultyServer(JsonServer):
         super().__init__()
 
     def respond(self, path: str, body: Any) -> tuple[int, bytes]:
+        if not path.endswith("/chat/completions"):  # e.g. the policy's /tokenize probe: a plain OpenAI server
+            return 404, b'{"error": {"message": "not found"}}'
         return self.answer(body)
 
     def answer(self, body: dict[str, Any]) -> tuple[int, bytes]:

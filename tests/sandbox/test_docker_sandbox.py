@@ -85,6 +85,17 @@ def test_exit_in_command_restarts_shell_keeping_cwd(sb) -> None:
     sb.run("cd /testbed")
 
 
+def test_container_killed_from_outside_is_an_error_not_a_fresh_shell(toy_t: Task) -> None:
+    """A `docker kill` between commands used to restart the shell and report the next command as exit 137 with no
+    output, which the agent saw as "ran successfully": a killed sandbox ended as a scored (0) episode."""
+    with open_sandbox(toy_t, run_id="pytest-killed") as box:
+        assert box.run("kill -9 $$").exit_code == 137  # the agent killing its own shell: a fresh one, as before
+        assert box.run("echo alive").output == "alive\n"
+        subprocess.run(["docker", "kill", box.cid], check=True, capture_output=True)
+        with pytest.raises(SandboxError, match=r"stopped from outside \(killed, signal 9"):
+            box.run("echo after")
+
+
 def test_diff_includes_new_files_and_excludes_test_files(toy_t: Task) -> None:
     with open_sandbox(toy_t, run_id="pytest-diff") as box:
         box.run("echo 'x = 1' >> calc.py && echo new > added.py && echo '# t' >> tests/test_calc.py")

@@ -8,6 +8,7 @@ import secrets
 import select
 import socket
 import threading
+import time
 from typing import Any
 
 from swerl_cli.errors import SandboxError
@@ -46,6 +47,7 @@ class _AttachTransport:
 
     def __init__(self, client: Any, container_id: str):
         self.client, self.cid = client, container_id
+        self.started = 0.0
         self._frames = bytearray()
         self._attach()
 
@@ -94,8 +96,17 @@ class _AttachTransport:
         except Exception as e:
             raise SandboxError(f"could not interrupt the command: {e}") from None
 
+    def start(self) -> None:
+        """Start the (attached) container; the time is kept to tell later who stopped it."""
+        self.started = time.time()
+        self.client.api.start(self.cid)
+
     def restart_shell(self) -> int | None:
-        """The shell exited (the container stopped with its code) or is stuck (killed here): start it again."""
+        """The shell exited (the container stopped with its code) or is stuck (killed here): start it again.
+
+        A container stopped from outside (`docker kill`/`stop`, the OOM killer) is an infrastructure failure, not
+        something the agent did: that raises SandboxError (the episode becomes an `error` record) instead.
+        """
         self.close()
         api = self.client.api
         try:
@@ -106,11 +117,34 @@ class _AttachTransport:
                     api.kill(self.cid)
                 code = None
                 api.wait(self.cid, timeout=30)
-            self._attach()
-            api.start(self.cid)
         except Exception as e:  # the container itself is gone
             raise SandboxError(f"sandbox container is gone: {e}") from None
+        outside = self._stopped_from_outside() if code is not None else None
+        if outside:
+            raise SandboxError(f"sandbox container was stopped from outside ({outside}, exit {code})")
+        try:
+            self._attach()
+            self.start()
+        except Exception as e:
+            raise SandboxError(f"sandbox container is gone: {e}") from None
         return code
+
+    def _stopped_from_outside(self) -> str | None:
+        """'killed (signal N)' or 'out of memory' when the engine logged a kill or an OOM since the last start."""
+        try:
+            events = self.client.api.events(
+                since=f"{self.started:.6f}",
+                until=f"{time.time() + 0.001:.6f}",
+                filters={"container": self.cid, "event": ["kill", "oom"]},
+                decode=True,
+            )
+            for ev in events:
+                if ev.get("status") == "oom":
+                    return "out of memory"
+                return f"killed, signal {ev.get('Actor', {}).get('Attributes', {}).get('signal', '?')}"
+        except Exception:  # no event log: trust the exit code, as before
+            return None
+        return None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -191,7 +225,7 @@ class DockerSandbox(ShellSandbox):
                 host_config=host_config,
             )["Id"]
             self._transport = _AttachTransport(client, self.cid)  # attached before start: no output is missed
-            api.start(self.cid)
+            self._transport.start()
             if self._closed:  # swept (Ctrl-C, SIGTERM) while the container was being created
                 self._remove()
                 raise SandboxError("sandbox start interrupted")
