@@ -91,7 +91,9 @@ def _run(cmd: list[str]) -> tuple[str, int]:
 
 def main() -> None:
     """Print tokens/s, FLOP/s share of the matmul peak and peak RSS of both trainers, and the swerl/TRL ratio."""
-    from benchmarks.flops import matmul_peak, model_flops
+    from benchmarks.flops import ROUNDS, machine_line, matmul_peak, model_flops
+
+    print(machine_line(THREADS))
 
     with tempfile.TemporaryDirectory(prefix="bench-rft-") as tmp:
         work = Path(tmp)
@@ -100,17 +102,26 @@ def main() -> None:
         flops = model_flops(model_dir, lengths)
         swerl_args = ["--batch-size", str(BATCH), "--max-steps", str(STEPS), "--lr", "5e-4", "--warmup-steps", "0"]
         swerl_args += ["--max-seq-len", "16384", "--micro-batch-tokens", "65536", "--no-shuffle"]
-        out = work / "swerl"
-        cmd = [sys.executable, "-m", "swerl_cli", "rft", str(data), "--model", str(model_dir), "--output", str(out)]
-        _, rss_swerl = _run([*cmd, *swerl_args])
-        metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+        best_swerl: tuple[list[dict], int] | None = None
+        best_trl: tuple[dict, int] | None = None
+        for r in range(ROUNDS):  # the sides alternate, each keeps its fastest round: load drifts on a shared host
+            out = work / f"swerl-{r}"
+            cmd = [sys.executable, "-m", "swerl_cli", "rft", str(data), "--model", str(model_dir), "--output", str(out)]
+            _, rss = _run([*cmd, *swerl_args])
+            metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+            if best_swerl is None or sum(m["step_s"] for m in metrics) < sum(m["step_s"] for m in best_swerl[0]):
+                best_swerl = (metrics, rss)
+            trl_args = [str(model_dir), str(data), str(work / f"trl-{r}"), str(STEPS), str(BATCH)]
+            trl_out, rss = _run([sys.executable, "-c", TRL_SCRIPT, *trl_args])
+            trl_r = json.loads(trl_out)
+            if best_trl is None or sum(trl_r["step_s"]) < sum(best_trl[0]["step_s"]):
+                best_trl = (trl_r, rss)
+        assert best_swerl is not None
+        assert best_trl is not None
+        (metrics, rss_swerl), (trl, rss_trl) = best_swerl, best_trl
         swerl_tokens = sum(m["tokens"] for m in metrics)
         swerl_steps = [m["step_s"] for m in metrics]
         swerl_cpu = sum(m["step_cpu_s"] for m in metrics)
-        trl_out, rss_trl = _run(
-            [sys.executable, "-c", TRL_SCRIPT, str(model_dir), str(data), str(work / "trl"), str(STEPS), str(BATCH)]
-        )
-        trl = json.loads(trl_out)
     if swerl_tokens != trl["tokens"]:  # TRL renders messages with the template, swerl reads the recorded ids
         print(f"note: token counts differ (swerl {swerl_tokens}, TRL {trl['tokens']}); each side's own count is used")
     print(
@@ -135,7 +146,7 @@ def main() -> None:
         )
     ratio = (swerl_tokens / sum(swerl_steps)) / (trl["tokens"] / sum(trl["step_s"]))
     ratio_cpu = (swerl_tokens / swerl_cpu) / (trl["tokens"] / sum(trl["step_cpu_s"]))
-    print(f"CPU seconds in the steps (both threads): swerl {swerl_cpu:.1f}, TRL {sum(trl['step_cpu_s']):.1f}")
+    print(f"CPU seconds in the steps (all threads): swerl {swerl_cpu:.1f}, TRL {sum(trl['step_cpu_s']):.1f}")
     print(f"ratio swerl/TRL tokens/s: {ratio:.2f}x wall, {ratio_cpu:.2f}x per CPU second (target >= 1.5x)")
 
 

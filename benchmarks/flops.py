@@ -30,6 +30,19 @@ print(json.dumps({"flops": best, "threads": torch.get_num_threads()}))
 """
 
 
+ROUNDS = int(os.environ.get("SWERL_BENCH_TRAIN_ROUNDS", "2"))
+
+
+def machine_line(threads: int) -> str:
+    """The load this run shares the machine with: OpenMP threads that wait for a descheduled sibling spin, so a
+    busy host inflates both sides' step times unevenly and the ratio means little."""
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    busy = load >= 0.5 * cores
+    note = f"  WARNING: busy machine (load {load:.1f} on {cores} cores): rerun it idle" if busy else ""
+    line = f"machine: {cores} cores, load average {load:.2f} at start, {threads} threads per trainer"
+    return f"{line}, best of {ROUNDS} rounds{note}"
+
+
 def matmul_peak(threads: int) -> float:
     """Best fp32 FLOP/s of a 2048^2 matmul with `threads` threads, measured in a fresh process (best of 7)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}

@@ -52,16 +52,16 @@ def packed_sdpa_forward(
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    p = dropout if module.training else 0.0
-    q, k, v = query, key, value
-    parts = [
-        F.scaled_dot_product_attention(
-            q[:, :, s:e], k[:, :, s:e], v[:, :, s:e], dropout_p=p, scale=scaling, is_causal=True, enable_gqa=gqa
-        )
-        for s, e in document_bounds(position_ids)
-    ]
     import torch
 
+    p = dropout if module.training else 0.0
+    sizes = [e - s for s, e in document_bounds(position_ids)]
+    # split, not one slice per document: a slice's backward writes its gradient into a zero tensor of the whole
+    # row (n documents -> n full-size fills and adds), split's backward is one cat of the pieces.
+    parts = [
+        F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scaling, is_causal=True, enable_gqa=gqa)
+        for q, k, v in zip(*(x.split(sizes, dim=2) for x in (query, key, value)), strict=True)
+    ]
     out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
     return out.transpose(1, 2).contiguous(), None
 
