@@ -108,6 +108,7 @@ def test_no_upward_or_forbidden_imports() -> None:
 def test_import_cli_loads_neither_torch_nor_docker() -> None:
     code = (
         "import sys, swerl_cli.cli\n"
+        "swerl_cli.cli.app\n"  # the whole app: every command module imported
         "bad = sorted(m for m in ('torch', 'docker', 'transformers', 'deepspeed', 'matplotlib') if m in sys.modules)\n"
         "print(','.join(bad))\n"
     )

@@ -11,6 +11,10 @@ from swerl_cli.cli._common import RAY, boundary, err_console
 app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 
 
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="sandbox")
+
+
 @app.command(
     "prune",
     help="Remove leftover swerl containers (label swerl.managed=1, and `tasks build` containers named swerl-build-*), "

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli import tasks_pull
+from swerl_cli.cli import tasks_mine, tasks_pull
 from swerl_cli.cli._common import (
     CONFIG,
     EPISODE_CPUS,
@@ -27,6 +27,10 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 tasks_pull.register(app)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="tasks")
 
 
 @app.command(
@@ -149,3 +153,6 @@ def _validate(
             )
     skipped = f" ({len(tasks) - out.count} already in the output)" if out.count < len(tasks) else ""
     err_console.print(f"swerl tasks validate: {out.count - bad} valid, {bad} invalid{skipped}")
+
+
+tasks_mine.register(app)  # after the commands above: `swerl tasks --help` lists it last

@@ -129,11 +129,20 @@ def _load() -> dict[str, dict[str, Any]]:
 
 
 def _touch(image: str, *, pulled: bool = False) -> None:
+    _touch_many({image: pulled})
+
+
+def _touch_many(images: dict[str, bool]) -> None:
+    """Record a use of each image (and, where its value is true, that swerl pulled it): one read and one write."""
+    if not images:
+        return
     with _lock:
         state = _load()
-        entry = state.setdefault(image, {"pulled": False})
-        entry["last_used"] = time.time()
-        entry["pulled"] = bool(entry.get("pulled")) or pulled
+        now = time.time()
+        for image, pulled in images.items():
+            entry = state.setdefault(image, {"pulled": False})
+            entry["last_used"] = now
+            entry["pulled"] = bool(entry.get("pulled")) or pulled
         path = _state_path()
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +166,24 @@ def pinned(image: str) -> Iterator[None]:
 
 
 # -- pull -----------------------------------------------------------------------------------------------------
+def _key(image: str) -> str:
+    """How the engine lists `image`: Docker Hub names without `docker.io/` and `library/`, tag spelled out."""
+    host, path, suffix = _split(image)
+    if host in (None, "docker.io", "index.docker.io", "registry-1.docker.io"):
+        return path.removeprefix("library/") + suffix
+    return f"{host}/{path}{suffix}"
+
+
+def local_images(client: Any) -> dict[str, tuple[int, str]]:
+    """Every tag and digest reference the engine holds -> (size in bytes, image id), from one list call."""
+    out: dict[str, tuple[int, str]] = {}
+    for img in client.api.images():
+        for ref in [*(img.get("RepoTags") or []), *(img.get("RepoDigests") or [])]:
+            if not ref.startswith("<none>"):
+                out[_key(ref)] = (int(img.get("Size") or 0), img.get("Id", ""))
+    return out
+
+
 def present(client: Any, image: str) -> bool:
     """Whether the engine has `image`."""
     import docker
@@ -183,15 +210,20 @@ def ensure_image(image: str, settings: ImageSettings | None = None) -> str:
             _touch(image)
             return "present"
         if not s.pull:
-            raise SandboxError(
-                f"image {image} is not present locally and pulls are off (--no-pull); fetch it with "
-                f"`swerl tasks pull TASKS`{' --registry ' + s.registry if s.registry else ''} or `docker pull {image}`"
-            )
+            raise SandboxError(ensure_error(image, s))
         pull(client, image, s.log)
         _touch(image, pulled=True)
     if s.budget_gb is not None:
         evict(s, keep=image)
     return "pulled"
+
+
+def ensure_error(image: str, s: ImageSettings) -> str:
+    """What a missing image says when pulls are off: the commands that fetch it."""
+    return (
+        f"image {image} is not present locally and pulls are off (--no-pull); fetch it with "
+        f"`swerl tasks pull TASKS`{' --registry ' + s.registry if s.registry else ''} or `docker pull {image}`"
+    )
 
 
 def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> int:
@@ -204,7 +236,7 @@ def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> i
         for event in client.api.pull(image, stream=True, decode=True):
             if isinstance(event, dict) and event.get("error"):
                 raise SandboxError(f"could not pull {image} from {registry}: {str(event['error']).strip()}")
-        size = int(client.images.get(image).attrs.get("Size") or 0)
+        size = int(client.api.inspect_image(image).get("Size") or 0)
     except SandboxError:
         raise
     except Exception as e:  # docker.errors.*, requests connection errors: one line naming image and registry
@@ -227,15 +259,12 @@ def evict(settings: ImageSettings, keep: str | None = None) -> list[tuple[str, i
     with _lock:
         state = _load()
         pins = set(_pins)
+    have = local_images(client)
     sized: list[tuple[float, str, int, str]] = []
     for image, entry in state.items():
-        if not entry.get("pulled"):
-            continue
-        try:
-            attrs = client.images.get(image).attrs
-        except Exception:  # gone already (removed by hand)
-            continue
-        sized.append((float(entry.get("last_used") or 0), image, int(attrs.get("Size") or 0), attrs["Id"]))
+        if entry.get("pulled") and _key(image) in have:  # not: gone already (removed by hand)
+            size, image_id = have[_key(image)]
+            sized.append((float(entry.get("last_used") or 0), image, size, image_id))
     total = sum(size for _, _, size, _ in sized)
     budget = settings.budget_gb * GB
     if total <= budget:
@@ -287,30 +316,69 @@ def pull_many(
     images: list[str], workers: int, on_done: Callable[[dict[str, Any]], None], settings: ImageSettings | None = None
 ) -> None:
     """Ensure every image (already mirrored) is present, `workers` pulls at a time; `on_done(record)` per image
-    with image, registry, status (present, pulled, error), bytes, seconds and error. Failures never stop the run."""
+    with image, registry, status (present, pulled, error), bytes, seconds and error. Failures never stop the run.
+
+    One image list answers which are present, so the pulls start at once and each costs the engine the pull and
+    one inspect (its size); the state file is written once at the end (and before each budget check)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from swerl_cli.sandbox.docker import docker_client
 
+    if not images:  # nothing to fetch: no engine needed
+        return
     s = settings or SETTINGS
     client = docker_client()
+    have = local_images(client)
+    uses: dict[str, bool] = {}  # image -> pulled by swerl, not yet in the state file
+
+    def flush() -> None:
+        with _lock:
+            batch = dict(uses)
+            uses.clear()
+        _touch_many(batch)
+
+    def record(image: str, t0: float, status: str, size: int | None, error: str | None = None) -> dict[str, Any]:
+        return {
+            "image": image,
+            "registry": registry_of(image),
+            "status": status,
+            "bytes": size,
+            "seconds": round(time.monotonic() - t0, 3),
+            "error": error,
+        }
 
     def one(image: str) -> dict[str, Any]:
         t0 = time.monotonic()
-        rec: dict[str, Any] = {"image": image, "registry": registry_of(image), "status": "error", "bytes": None}
+        with _lock:
+            gate = _pulling.setdefault(image, threading.Lock())
         try:
-            rec["status"] = ensure_image(image, s)
-            rec["bytes"] = int(client.images.get(image).attrs.get("Size") or 0)
-            rec["error"] = None
+            if not s.pull:
+                raise SandboxError(ensure_error(image, s))
+            with gate:
+                size = pull(client, image, s.log)
         except SandboxError as e:
-            rec["error"] = str(e)
-        rec["seconds"] = round(time.monotonic() - t0, 3)
-        return rec
+            return record(image, t0, "error", None, str(e))
+        with _lock:
+            uses[image] = True
+        if s.budget_gb is not None:  # eviction finds the images swerl pulled in the state file
+            flush()
+            evict(s, keep=image)
+        return record(image, t0, "pulled", size)
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swerl-pull") as pool:
-        futures = [pool.submit(one, image) for image in images]
-        for fut in as_completed(futures):
-            on_done(fut.result())
+    t0 = time.monotonic()
+    missing = []
+    for image in images:
+        if _key(image) in have:
+            uses[image] = False
+            on_done(record(image, t0, "present", have[_key(image)][0]))
+        else:
+            missing.append(image)
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swerl-pull") as pool:
+            for fut in as_completed([pool.submit(one, image) for image in missing]):
+                on_done(fut.result())
+    finally:
+        flush()
 
 
 def pull_here(images: list[str], workers: int, settings: ImageSettings | None = None) -> list[dict[str, Any]]:
