@@ -78,7 +78,8 @@ def _pull(
             elif rec["status"] == "error":
                 log(rec["error"])
             mb = total_bytes / 1e6
-            bar.update(job, advance=1, description=f"pulled {counts['pulled']} ({mb:.0f} MB), errors {counts['error']}")
+            desc = f"pulled {counts['pulled']} ({mb:.0f} MB of images), errors {counts['error']}"
+            bar.update(job, advance=1, description=desc)
 
         if executor is None:
             images.pull_many(todo, cfg.workers, done, settings)
@@ -92,7 +93,8 @@ def _pull(
     secs = time.monotonic() - t0
     where = "" if executor is None else " (summed over the nodes)"
     err_console.print(
-        f"swerl tasks pull: {len(todo)} images{where}: {counts['pulled']} pulled ({total_bytes / 1e6:.0f} MB), "
+        f"swerl tasks pull: {len(todo)} images{where}: {counts['pulled']} pulled "
+        f"({total_bytes / 1e6:.0f} MB of images, shared layers counted per image), "
         f"{counts['present']} present, {counts['error']} failed in {secs:.1f}s"
     )
     if counts["error"]:
