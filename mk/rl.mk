@@ -1,12 +1,13 @@
 # The synchronous RL loop of the paper as make targets (included from the Makefile).
 #
 #   make rl-iter K=0            one iteration: checkpoint k -> collect G samples per task | grade -> dapo -> ckpt k+1 -> eval
+#   make rl-status              per iteration: rollout reward and resolve rate, steps; eval pass@1 of each checkpoint
 #   make rl ITERS=5             iterations 0..ITERS-1, resumable: a finished step's output is skipped
 #   make rl STAGE=2 ...         stage-2 settings (context, T_max, eps_high, batch, task pool)
 #   make rl-stage2-pool         the stage-2 pool: drop tasks solved >= 2/3 over the run history and never solved
 #
 # Layout: $(RUNS)/iter-k/{ckpt/ (checkpoint k; iteration 0 uses MODEL), graded.jsonl, dapo.json, metrics.jsonl,
-# eval-graded.jsonl, eval.json}. Every output is written under a temporary name and renamed when complete, so an
+# eval-graded.jsonl, eval.json (the eval of checkpoint k, iteration 0's included)}. Every output is written under a temporary name and renamed when complete, so an
 # interrupted iteration leaves complete outputs or none, and `make rl` picks up where it stopped.
 
 # vLLM's CPU attention needs head_dim 32: the vllm-server loop starts from the vLLM-shaped tiny model.
@@ -83,7 +84,7 @@ unserve = true
 stop_server = true
 endif
 
-.PHONY: rl rl-iter rl-collect rl-update rl-eval rl-stage2-pool rl-status rl-stop
+.PHONY: rl rl-iter rl-eval-start rl-collect rl-update rl-eval rl-stage2-pool rl-status rl-stop
 
 rl:  ## RL loop: ITERS iterations from START (resumable; see mk/rl.mk for variables)
 	@set -e; trap '$(stop_server)' EXIT; \
@@ -92,10 +93,10 @@ rl:  ## RL loop: ITERS iterations from START (resumable; see mk/rl.mk for variab
 rl-stop:  ## stop the vLLM server of POLICY=vllm-server (make rl stops it unless VLLM_KEEP=1; rl-iter leaves it up)
 	@bash scripts/rl-vllm.sh stop - $(VLLM_PORT) $(VLLM_STATE)
 
-rl-iter: rl-collect rl-update rl-eval  ## one RL iteration K: collect | grade -> dapo -> eval of checkpoint K+1
+rl-iter: rl-eval-start rl-collect rl-update rl-eval  ## one RL iteration K: collect | grade -> dapo -> eval of checkpoint K+1
 
 # 1. Rollouts of checkpoint k, graded: collect G samples per task | grade -> iter-k/graded.jsonl
-rl-collect:
+rl-collect: rl-eval-start
 	@mkdir -p $(ITER_DIR)
 	@if [ -s $(ITER_DIR)/graded.jsonl ]; then echo "rl: $(ITER_DIR)/graded.jsonl exists, skipping rollouts"; else \
 	  set -eo pipefail; test -e $(CKPT)/config.json || { echo "rl: checkpoint $(CKPT) missing" >&2; exit 1; }; \
@@ -113,23 +114,35 @@ rl-update: rl-collect
 	  set -eo pipefail; $(unserve); mkdir -p $(NEXT_DIR); \
 	  $(DAPO_LAUNCH) dapo --model $(CKPT) --output $(NEXT_DIR)/ckpt --metrics $(ITER_DIR)/metrics.jsonl \
 	    --group-size $(G) --t-max $(T_MAX) --l-thr $(L_THR) --eps-high $(EPS_HIGH) --batch-size $(BATCH) \
-	    --lr $(LR) --max-seq-len $(CONTEXT) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
+	    --lr $(LR) --max-seq-len $(CONTEXT) --seed $(SEED) $(DAPO_ARGS) $(ITER_DIR)/graded.jsonl \
 	    > $(ITER_DIR)/.dapo.json.tmp; \
 	  mv $(ITER_DIR)/.dapo.json.tmp $(ITER_DIR)/dapo.json; \
 	  $(call refresh,$(NEXT_DIR)/ckpt); \
 	  $(if $(filter 0,$(K)),,rm -rf $(ITER_DIR)/ckpt/optimizer_state;) fi
 
-# 3. Held-out evaluation of checkpoint k+1 (EVAL=0 skips it)
-rl-eval: rl-update
-	@if [ "$(EVAL)" = "0" ] || [ -s $(NEXT_DIR)/eval.json ]; then true; else \
-	  set -eo pipefail; $(call serve,$(NEXT_DIR)/ckpt); \
-	  $(SWERL) collect $(call policy_flags,$(NEXT_DIR)/ckpt) --samples $(EVAL_SAMPLES) --run eval-$(NEXT) \
+# 3. Held-out evaluation of checkpoint k+1 (EVAL=0 skips it). Checkpoint k's own eval is made first when it is
+# missing, so iteration 0 evaluates the starting MODEL: every checkpoint of a run is evaluated once, with the same
+# seeds (SEED*100000 + 99000 + sample; rollouts use SEED*100000 + K*1000 + sample), and iter-k/eval.json always
+# holds checkpoint k's.
+# $(call eval_ckpt,CHECKPOINT,DIR,K)
+define eval_ckpt
+	@if [ "$(EVAL)" = "0" ] || [ -s $(2)/eval.json ]; then true; else \
+	  set -eo pipefail; test -e $(1)/config.json || { echo "rl: checkpoint $(1) missing" >&2; exit 1; }; \
+	  mkdir -p $(2); $(call serve,$(1)); \
+	  $(SWERL) collect $(call policy_flags,$(1)) --samples $(EVAL_SAMPLES) --run eval-$(3) \
 	      --max-turns $(MAX_TURNS) --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) \
-	      --concurrency $(CONCURRENCY) --seed $(SEED) $(COLLECT_ARGS) $(EVAL_TASKS) \
-	  | $(SWERL) grade --workers $(CONCURRENCY) $(GRADE_ARGS) > $(NEXT_DIR)/.eval-graded.jsonl.tmp; \
-	  mv $(NEXT_DIR)/.eval-graded.jsonl.tmp $(NEXT_DIR)/eval-graded.jsonl; \
-	  $(SWERL) eval --json $(EVAL_ARGS) $(NEXT_DIR)/eval-graded.jsonl > $(NEXT_DIR)/.eval.json.tmp; \
-	  mv $(NEXT_DIR)/.eval.json.tmp $(NEXT_DIR)/eval.json; fi
+	      --concurrency $(CONCURRENCY) --seed $$(( $(SEED) * 100000 + 99000 )) $(COLLECT_ARGS) $(EVAL_TASKS) \
+	  | $(SWERL) grade --workers $(CONCURRENCY) $(GRADE_ARGS) > $(2)/.eval-graded.jsonl.tmp; \
+	  mv $(2)/.eval-graded.jsonl.tmp $(2)/eval-graded.jsonl; \
+	  $(SWERL) eval --json $(EVAL_ARGS) $(2)/eval-graded.jsonl > $(2)/.eval.json.tmp; \
+	  mv $(2)/.eval.json.tmp $(2)/eval.json; fi
+endef
+
+rl-eval-start:
+	$(call eval_ckpt,$(CKPT),$(ITER_DIR),$(K))
+
+rl-eval: rl-update
+	$(call eval_ckpt,$(NEXT_DIR)/ckpt,$(NEXT_DIR),$(NEXT))
 
 # Solve rates are taken per task over the whole history (every iteration's rollouts count as one group), then one
 # record per surviving task is turned back into its task record.
@@ -142,6 +155,5 @@ rl-stage2-pool:  ## stage-2 task pool: drop tasks solved >= 2/3 over all iterati
 	@mv $(RUNS)/.stage2-pool.jsonl.tmp $(RUNS)/stage2-pool.jsonl
 	@echo "rl: $$(wc -l < $(RUNS)/stage2-pool.jsonl) tasks in $(RUNS)/stage2-pool.jsonl"
 
-rl-status:  ## per-iteration rewards and steps of the RL run in RUNS
-	@for f in $(RUNS)/iter-*/dapo.json; do [ -e "$$f" ] && $(PY) -c 'import json,sys; d=json.load(open(sys.argv[1])); \
-	  print(sys.argv[1], "mean_reward=%.3f resolved=%.3f steps=%d kept=%d" % (d["reward_mean"], d["resolved_rate"], d["steps"], d["counts"]["samples_kept"]))' "$$f"; done; true
+rl-status:  ## per iteration: rollout reward, resolve rate, steps, kept samples; eval pass@1 of each checkpoint
+	@$(PY) scripts/rl_status.py $(RUNS)

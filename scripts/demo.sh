@@ -5,7 +5,8 @@
 #   3. eval of both runs side by side, filter examples
 #   4. rft on the resolved gold trajectories -> checkpoint; collect with it (it loads and runs)
 #   5. RL on the toy task (examples/toy-tasks.jsonl): an RFT warm-up teaches the random tiny model the answer
-#      format, then 3 iterations of `make rl` (collect G samples | grade -> dapo -> next checkpoint)
+#      format, then 3 iterations of `make rl` (collect G samples | grade -> dapo -> next checkpoint, every checkpoint
+#      evaluated with the same seeds); `make rl-status` ends with the line "RL: eval pass@1 A -> B ..."
 #   6. swerl report on the RL run -> demo-out/report.html (curves, per-task heat map, trajectory viewer)
 # Everything runs on CPU in a few minutes. Run via `make demo` (which runs `make setup` first).
 set -euo pipefail
@@ -17,10 +18,11 @@ OUT="${OUT:-demo-out}"
 G="${G:-2}"
 RL_ITERS="${RL_ITERS:-3}"
 RL_G="${RL_G:-16}"
-RL_BATCH="${RL_BATCH:-8}"
-RL_LR="${RL_LR:-1e-3}"
-RL_EVAL_SAMPLES="${RL_EVAL_SAMPLES:-16}"
+RL_BATCH="${RL_BATCH:-16}"
+RL_LR="${RL_LR:-1e-2}"
+RL_EVAL_SAMPLES="${RL_EVAL_SAMPLES:-32}"
 PY="${PY:-.venv/bin/python}"
+SEED="${SEED:-0}"  # the RL part: warm-up shuffle, rollout and eval sampling, DAPO step split
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 if [ -t 2 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
@@ -52,20 +54,22 @@ head -c 300 "$OUT/rft-summary.json" >&2; echo >&2
 
 # A random tiny model never writes a parsable ```command block, so every rollout fails alike, every group has equal
 # rewards and DAPO has nothing to learn from. The warm-up (as the paper's RFT before RL) teaches it to answer the toy
-# task with one of four command blocks, one of which fixes it; RL then has to find out which.
+# task with one of four command blocks, one of which fixes it (120 epochs: the format tokens end up sure enough that
+# an update does not knock them over); RL then has to find out which. One update per iteration on the whole group
+# (BATCH = G) with examples/toy-dapo.yaml's Adam epsilon (see there); SEED=N varies the whole RL part.
 TOY=examples/toy-tasks.jsonl
 PROMPTS=examples/toy-prompts.yaml
-step "5. RL on the toy task: RFT warm-up, then $RL_ITERS iterations of make rl (G=$RL_G, 1 turn, eval of each new checkpoint)"
+step "5. RL on the toy task: RFT warm-up, then $RL_ITERS iterations of make rl (G=$RL_G, 1 turn, eval of every checkpoint)"
 "$SWERL" collect --policy hf --model "$MODEL" --samples 1 --max-turns 1 --max-new-tokens 2 --prompt-config "$PROMPTS" \
     "$TOY" -o "$OUT/rl-probe.jsonl" 2>/dev/null
 "$PY" scripts/toy_warmup.py "$MODEL" "$OUT/rl-probe.jsonl" "$OUT/rl-warmup.jsonl"
 "$SWERL" rft --model "$MODEL" --output "$OUT/ckpt-warmup" --lr 3e-3 --lr-schedule constant --warmup-steps 0 \
-    --epochs 30 --batch-size 4 "$OUT/rl-warmup.jsonl" 2>"$OUT/rft-warmup.log" >"$OUT/rft-warmup.json"
+    --epochs 120 --batch-size 4 --seed "$SEED" "$OUT/rl-warmup.jsonl" 2>"$OUT/rft-warmup.log" >"$OUT/rft-warmup.json"
 echo "rft warm-up: $(grep -c '"step"' "$OUT/ckpt-warmup/metrics.jsonl") steps -> $OUT/ckpt-warmup" >&2
 make --no-print-directory rl ITERS="$RL_ITERS" RUNS="$OUT/rl" MODEL="$OUT/ckpt-warmup" TASKS="$TOY" G="$RL_G" \
-    BATCH="$RL_BATCH" LR="$RL_LR" MAX_TURNS=1 CONTEXT=4096 MAX_NEW_TOKENS=32 EVAL=1 EVAL_SAMPLES="$RL_EVAL_SAMPLES" \
-    CONCURRENCY=4 COLLECT_ARGS="--prompt-config $PROMPTS" DAPO_ARGS="--tensorboard $OUT/rl/tensorboard" 2>&1 | tee "$OUT/rl.log" | grep --line-buffered -E '^(swerl |dapo|rl:|make)' >&2
-make --no-print-directory rl-status RUNS="$OUT/rl" >&2
+    BATCH="$RL_BATCH" LR="$RL_LR" SEED="$SEED" MAX_TURNS=1 CONTEXT=4096 MAX_NEW_TOKENS=32 EVAL=1 EVAL_SAMPLES="$RL_EVAL_SAMPLES" \
+    CONCURRENCY=4 COLLECT_ARGS="--prompt-config $PROMPTS" DAPO_ARGS="--config examples/toy-dapo.yaml --tensorboard $OUT/rl/tensorboard" 2>&1 | tee "$OUT/rl.log" | grep --line-buffered -E '^(swerl |dapo|rl:|make)' >&2
+make --no-print-directory rl-status RUNS="$OUT/rl" | sed "s/^RL:.*/$bold&$plain/" >&2
 
 step "6. swerl report on the RL run"
 "$SWERL" report "$OUT/rl" -o "$OUT/report.html" --title "make demo: RL on the toy task"

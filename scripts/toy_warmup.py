@@ -3,7 +3,7 @@
 A random model never writes a parsable ```command block, so RL alone has nothing to reinforce (every group has
 equal rewards and DAPO drops it). This writes RFT records that answer the toy task's real prompt (taken from one
 probe episode, token ids included) with each of four command blocks, one of which fixes the task; after
-`swerl rft` on them about a quarter of the rollouts succeed, which leaves RL room to learn.
+`swerl rft` on them (the demo: 120 epochs) about a quarter of the rollouts succeed, which leaves RL room to learn.
 
     python scripts/toy_warmup.py MODEL PROBE.jsonl OUT.jsonl [REPS]
 """

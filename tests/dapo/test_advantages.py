@@ -122,3 +122,15 @@ def test_logprob_gap_warning_on_level_and_jump():
     assert _diff_warning(0.02, 0.015, cfg) is None
     assert "jumped from 0.0100 to 0.0300" in _diff_warning(0.03, 0.01, cfg)
     assert "> 0.1" in _diff_warning(0.5, None, cfg)
+
+
+def test_select_samples_order_does_not_depend_on_input_order():
+    # grade writes records as they finish: the same rollouts in another order must give the same samples in the same
+    # order, so the seeded step split (and so the update) is the same
+    recs = [rollout(t, s, resolved=(s + len(t)) % 3 == 0) for t in ("B", "A", "CC") for s in range(4)]
+    key = [(s.instance_id, s.sample, s.advantage) for s in select_samples(located(recs), DapoConfig()).samples]
+    shuffled = [recs[i] for i in (7, 2, 11, 0, 5, 9, 1, 10, 3, 6, 4, 8)]
+    assert [
+        (s.instance_id, s.sample, s.advantage) for s in select_samples(located(shuffled), DapoConfig()).samples
+    ] == key
+    assert [k[:2] for k in key] == sorted(k[:2] for k in key)

@@ -3,11 +3,14 @@ raises the toy task's resolve rate well above its start.
 
 Design (a random tiny model never writes a parsable ```command block, so RL alone has nothing to reinforce):
 1. probe: one real `swerl collect` episode gives the exact prompt token ids of the toy task (short prompt file);
-2. RFT warm-up with `swerl rft`, as in the paper: the model learns to answer with one of four command blocks, one of
-   which (`sed -i '/upper/d' greet/core.py`) fixes the task, so about a quarter of the rollouts succeed;
-3. 8 iterations of `make rl` (G=16 samples of the one task, 1 turn, 2 optimizer steps per iteration, lr 1e-3:
-   large for the paper, right for a 2-layer model) must lift the resolve rate of the rollouts clearly.
-Seeds are fixed (collect --seed per iteration, rft/dapo --seed), so the run is reproducible on this machine.
+2. RFT warm-up with `swerl rft`, as in the paper (the demo's recipe, scripts/toy_warmup.py): the model learns to
+   answer with one of four command blocks, one of which (`sed -i '/upper/d' greet/core.py`) fixes the task, so
+   about a quarter of the rollouts succeed;
+3. ITERS iterations of `make rl` with the demo's settings (G=16 samples of the one task, 1 turn, one update per
+   iteration on the whole group, lr 1e-2 with examples/toy-dapo.yaml's Adam epsilon) must lift the resolve rate
+   of the rollouts clearly. With LR = 1e-9 (no learning) the assertions fail.
+Seeds are fixed (collect --seed per iteration, rft/dapo --seed) and dapo orders its samples canonically, so the
+run is reproducible on this machine.
 """
 
 from __future__ import annotations
@@ -25,20 +28,8 @@ from tests.conftest import EXAMPLES, ROOT, run_swerl
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.train]
 
 PROMPTS = EXAMPLES / "toy-prompts.yaml"
-CANDIDATES = ("sed -i '/upper/d' greet/core.py", "sed -i '/Hello/d' greet/core.py", "cat greet/core.py", "ls")
-ITERS = 8
-
-
-def _warm_records(tok, probe: dict, reps: int) -> list[dict]:
-    """RFT records: the probe's real prompt followed by each candidate command block, `reps` times each."""
-    eos = tok.convert_tokens_to_ids("<|im_end|>")
-    out = []
-    for r in range(reps):
-        for i, cmd in enumerate(CANDIDATES):
-            ids = tok.encode(f"```command\n{cmd}\n```", add_special_tokens=False) + [eos]
-            turn = dict(probe["turns"][0], token_ids=ids, logprobs=None, format_error=False)
-            out.append(dict(probe, id=f"warm/{r}/{i}", run="warm", sample=r * len(CANDIDATES) + i, turns=[turn]))
-    return out
+ITERS = 4
+LR = "1e-2"
 
 
 def _resolve_rate(path: Path) -> float:
@@ -47,8 +38,6 @@ def _resolve_rate(path: Path) -> float:
 
 
 def test_rl_loop_raises_reward_on_toy_task(tiny_model: Path, tmp_path: Path):
-    from transformers import AutoTokenizer
-
     if not (ROOT / ".venv" / "bin" / "swerl").exists():
         pytest.skip("make rl runs .venv/bin/swerl; run `make venv`")
     task = (EXAMPLES / "toy-tasks.jsonl").read_text().splitlines()[0]
@@ -74,11 +63,12 @@ def test_rl_loop_raises_reward_on_toy_task(tiny_model: Path, tmp_path: Path):
         str(tasks),
     )
     assert probe.returncode == 0, probe.stderr.decode()[-2000:]
-    traj = json.loads(probe.stdout.decode().splitlines()[0])
-
-    tok = AutoTokenizer.from_pretrained(tiny_model)
+    probe_file = tmp_path / "probe.jsonl"
+    probe_file.write_bytes(probe.stdout)
     warm_data = tmp_path / "warm.jsonl"
-    warm_data.write_text("".join(json.dumps(r) + "\n" for r in _warm_records(tok, traj, 4)))
+    script = [sys.executable, str(ROOT / "scripts" / "toy_warmup.py"), str(tiny_model), str(probe_file), str(warm_data)]
+    made = subprocess.run(script, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-2000:]
     warm = tmp_path / "warm-ckpt"
     rft = run_swerl(
         "rft",
@@ -94,7 +84,7 @@ def test_rl_loop_raises_reward_on_toy_task(tiny_model: Path, tmp_path: Path):
         "--warmup-steps",
         "0",
         "--epochs",
-        "30",
+        "120",
         "--batch-size",
         "4",
     )
@@ -112,14 +102,15 @@ def test_rl_loop_raises_reward_on_toy_task(tiny_model: Path, tmp_path: Path):
         f"MODEL={warm}",
         f"TASKS={tasks}",
         "G=16",
-        "BATCH=8",
-        "LR=1e-3",
+        "BATCH=16",
+        f"LR={LR}",
         "MAX_TURNS=1",
         "CONTEXT=4096",
         "MAX_NEW_TOKENS=32",
         "EVAL=0",
         "CONCURRENCY=4",
         f"COLLECT_ARGS=--prompt-config {PROMPTS}",
+        f"DAPO_ARGS=--config {EXAMPLES / 'toy-dapo.yaml'}",
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
     proc = subprocess.run(make, capture_output=True, env=env, timeout=900)

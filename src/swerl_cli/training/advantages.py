@@ -149,7 +149,10 @@ def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
     if first_version is not None:
         sel.version = first_version[0]
     c["groups"] = len(groups)
-    for members in groups.values():
+    # Canonical order (groups by key, members by sample), so the seeded step split does not depend on the order in
+    # which the records arrived (grade writes them as they finish): same rollouts + same seed = same update.
+    for _, members in sorted(groups.items()):
+        members.sort(key=lambda m: m.sample)
         if len(members) < 2:
             c["groups_too_small"] += 1
         advs = group_advantages([m.reward for m in members], cfg.std, cfg.adv_delta)
