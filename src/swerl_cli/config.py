@@ -22,13 +22,26 @@ from swerl_cli.errors import ConfigError, UsageError
 C = TypeVar("C")
 
 
+def _loader() -> Any:
+    """PyYAML's safe loader, plus YAML 1.2's exponent floats: `1e-4` is a number (YAML 1.1 reads it as a string)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    # appended after PyYAML's own resolvers: it only decides what they left a string, such as `1e-4` or `5E3`
+    number = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$")
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", number, list("-+0123456789."))
+    return Loader
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; a missing file or a non-mapping is a one-line ConfigError."""
     import yaml
 
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.load(p.read_text(encoding="utf-8"), Loader=_loader())  # a SafeLoader subclass
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such config file") from None
     except IsADirectoryError:

@@ -30,6 +30,15 @@ def test_resolve_config_flags_override_yaml(tmp_path):
     assert config_to_dict(cfg)["tags"] == ["a", "b"]
 
 
+def test_exponent_without_a_dot_is_a_number(tmp_path):
+    """PyYAML (YAML 1.1) reads `1e-4` as a string, so `lr: 1e-4` was refused as 'expected a number'."""
+    p = tmp_path / "c.yaml"
+    p.write_text("lr: 1e-4\nname: '2e3'\n")
+    assert resolve_config(_Cfg, p) == _Cfg(lr=1e-4, name="2e3")  # a quoted one stays a string
+    p.write_text("lr: 5E3\n")
+    assert resolve_config(_Cfg, p).lr == 5000.0
+
+
 def test_resolve_config_rejects_unknown_key(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("group_sise: 4\n")
