@@ -202,20 +202,26 @@ def ensure_image(image: str, settings: ImageSettings | None = None) -> str:
 
     s = settings or SETTINGS
     image = normalize(image)
-    client = docker_client()
-    with _lock:
-        gate = _pulling.setdefault(image, threading.Lock())
-    with gate:
-        if present(client, image):
-            _touch(image)
-            return "present"
-        if not s.pull:
-            raise SandboxError(ensure_error(image, s))
-        pull(client, image, s.log)
-        _touch(image, pulled=True)
+    if _fetch(docker_client(), image, s, check_present=True) is None:
+        _touch(image)
+        return "present"
+    _touch(image, pulled=True)
     if s.budget_gb is not None:
         evict(s, keep=image)
     return "pulled"
+
+
+def _fetch(client: Any, image: str, s: ImageSettings, *, check_present: bool) -> int | None:
+    """Pull `image` under its own lock (one pull per image at a time) and return its size; None when
+    `check_present` finds it there (perhaps just pulled by another thread). SandboxError with pulls off."""
+    with _lock:
+        gate = _pulling.setdefault(image, threading.Lock())
+    with gate:
+        if check_present and present(client, image):
+            return None
+        if not s.pull:
+            raise SandboxError(ensure_error(image, s))
+        return pull(client, image, s.log)
 
 
 def ensure_error(image: str, s: ImageSettings) -> str:
@@ -349,13 +355,8 @@ def pull_many(
 
     def one(image: str) -> dict[str, Any]:
         t0 = time.monotonic()
-        with _lock:
-            gate = _pulling.setdefault(image, threading.Lock())
         try:
-            if not s.pull:
-                raise SandboxError(ensure_error(image, s))
-            with gate:
-                size = pull(client, image, s.log)
+            size = _fetch(client, image, s, check_present=False)  # the image list said it is missing
         except SandboxError as e:
             return record(image, t0, "error", None, str(e))
         with _lock:
