@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.collect import CollectConfig, collect_records
-from swerl_cli.jsonl import read_records
+from swerl_cli.streams.jsonl import read_records
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "tasks.jsonl"

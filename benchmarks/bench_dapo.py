@@ -80,7 +80,7 @@ def _build(work: Path) -> tuple[Path, Path, list[int]]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from swerl_cli.records import Located
+    from swerl_cli.streams.records import Located
     from swerl_cli.training.data import trajectory_to_sample
     from swerl_cli.training.tiny import build_tiny_model
 
@@ -130,7 +130,7 @@ def _build(work: Path) -> tuple[Path, Path, list[int]]:
 
 def _trl_steps(data: Path, summary: dict, work: Path) -> Path:
     """The same optimizer steps for TRL: prompt = turn-0 prompt, completion = the rest, mask = action tokens."""
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.advantages import select_samples
     from swerl_cli.training.batching import plan_steps
     from swerl_cli.training.dapo_config import DapoConfig

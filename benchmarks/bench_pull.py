@@ -103,7 +103,7 @@ def _size(ref: str) -> int:
 
 def _example_set(examples: list[dict], mirror: str, n: int, tmp: Path) -> tuple[list[str], list[dict], list[int]]:
     """Image k: example k mod 8 built by `swerl tasks build` as its own image (setup marks it with k)."""
-    from swerl_cli.records import Located, Task
+    from swerl_cli.streams.records import Located, Task
 
     base_id = _sh("docker", "image", "inspect", "-f", "{{.Id}}", BASE).split(":")[-1][:12]
     refs, tasks, build = [], [], []

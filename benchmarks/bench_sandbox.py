@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import time
 
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.docker import docker_client
 from swerl_cli.sandbox.gitops import hygiene_command

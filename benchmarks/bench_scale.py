@@ -27,7 +27,7 @@ from typing import Any
 from swerl_cli.collect import CollectConfig, build_policy, plan_jobs, run_jobs
 from swerl_cli.collect.distributed import run_jobs_on
 from swerl_cli.executor import Placement, stream_jobs
-from swerl_cli.jsonl import dumps, read_records
+from swerl_cli.streams.jsonl import dumps, read_records
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "tasks.jsonl"
 SAMPLES = int(os.environ.get("SWERL_BENCH_SCALE_SAMPLES", "2"))

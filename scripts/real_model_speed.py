@@ -23,7 +23,7 @@ from swerl_cli.agent.prompts import load_prompts
 from swerl_cli.collect import CollectConfig, build_policy
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.gap import first_turn_gaps, load_trainer
-from swerl_cli.stdio import engine_output_to_stderr, records_stream
+from swerl_cli.streams.stdio import engine_output_to_stderr, records_stream
 
 ISSUE = Path(__file__).resolve().parents[1] / "examples" / "tasks.jsonl"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from swerl_cli.records import Located
+from swerl_cli.streams.records import Located
 
 UNBIASED = {
     "temperature": 1.0,

@@ -10,7 +10,7 @@ from swerl_cli.agent.loop import AgentSettings, initial_messages
 from swerl_cli.agent.prompts import fill, load_prompts
 from swerl_cli.agent.tools import parse_state, parse_text_action, parse_tool_calls, truncate
 from swerl_cli.collect import CollectConfig
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.policy import policy_class
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.openai import parse_response

@@ -242,7 +242,7 @@ def test_sigint_mid_run_leaves_no_containers_and_resume_completes(server, tmp_pa
 @pytest.mark.parametrize("prefetch", [0, 1])
 def test_prefetch_starts_the_next_sandbox_while_an_episode_runs(tmp_path, monkeypatch, prefetch):
     from swerl_cli import collect as C
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
 
     log: list[str] = []
     start = C.Collector._start

@@ -9,8 +9,8 @@ import pytest
 
 from swerl_cli.agent.loop import AgentSettings, prepare_sandbox
 from swerl_cli.agent.tools import STATE_COMMAND, parse_state
-from swerl_cli.jsonl import read_records
-from swerl_cli.records import Task
+from swerl_cli.streams.jsonl import read_records
+from swerl_cli.streams.records import Task
 
 pytestmark = pytest.mark.docker
 TOY = Path(__file__).resolve().parents[2] / "examples" / "toy-tasks.jsonl"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from swerl_cli.errors import PolicyError
+from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy import openai as openai_policy
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.openai import OpenAIPolicy

@@ -9,7 +9,7 @@ import pytest
 
 from swerl_cli.agent.loop import AgentSettings, EpisodeResult, run_episode
 from swerl_cli.agent.prompts import load_prompts
-from swerl_cli.errors import ConfigError, PolicyError, SandboxError
+from swerl_cli.core.errors import ConfigError, PolicyError, SandboxError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling
 from swerl_cli.sandbox.base import ExecResult
 from tests.agent.fakes import Delay, MemorySandbox, ScriptedPolicy, command

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from swerl_cli.collect import CollectConfig, plan_jobs
-from swerl_cli.errors import ConfigError, InputError
-from swerl_cli.jsonl import read_records
+from swerl_cli.core.errors import ConfigError, InputError
+from swerl_cli.streams.jsonl import read_records
 from tests.conftest import EXAMPLES, run_swerl
 
 TASKS = EXAMPLES / "tasks.jsonl"

@@ -7,7 +7,7 @@ import threading
 import time
 
 from swerl_cli.collect import CollectConfig, plan_jobs, run_jobs
-from swerl_cli.records import Located
+from swerl_cli.streams.records import Located
 from tests.agent.fakes import MemorySandbox, ScriptedPolicy, command
 from tests.conftest import EXAMPLES
 

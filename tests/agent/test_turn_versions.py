@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from swerl_cli.errors import PolicyError
+from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.openai import OpenAIPolicy
 from tests.agent.fakes import command

@@ -113,7 +113,7 @@ def test_tools_format_parses_hermes_tool_calls(tiny_model, monkeypatch):
 @pytest.mark.docker
 def test_collect_with_the_vllm_policy_records_token_exact_turns(tiny_model, monkeypatch, tmp_path):
     from swerl_cli.collect import CollectConfig, collect_records
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
 
     engine_cls = fake_vllm.install(monkeypatch)
     monkeypatch.setattr(engine_cls, "script", ["Look.\n```command\nls\n```", "Done.\n```command\nsubmit\n```"])
@@ -185,8 +185,8 @@ def test_engine_output_goes_to_stderr_and_records_to_stdout():
     writer reaches the real stdout, for `-o -` and `-o /dev/stdout` alike."""
     code = """
 import os, subprocess, sys
-from swerl_cli.outputs import open_output
-from swerl_cli.stdio import engine_output_to_stderr
+from swerl_cli.streams.outputs import open_output
+from swerl_cli.streams.stdio import engine_output_to_stderr
 with engine_output_to_stderr():
     subprocess.run(["sh", "-c", "echo child-noise"], check=True)
     os.write(1, b"fd1-noise\\n")

@@ -10,7 +10,7 @@ import pytest
 
 from swerl_cli.agent.tools import parse_text_action, parse_tool_calls
 from swerl_cli.convert import convert_paths
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 from tests.conftest import EXAMPLES, run_swerl
 
 FIX = Path(__file__).parent / "fixtures"
@@ -152,7 +152,7 @@ def test_convert_unknown_format_names_the_file(tmp_path: Path) -> None:
 def test_converted_trajectories_rerender_for_rft(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
-    from swerl_cli.records import Located
+    from swerl_cli.streams.records import Located
     from swerl_cli.training.data import load_samples
 
     tok = AutoTokenizer.from_pretrained(tiny_model)

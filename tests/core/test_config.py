@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from swerl_cli.config import config_to_dict, resolve_config
-from swerl_cli.errors import ConfigError, UsageError
+from swerl_cli.core.config import config_to_dict, resolve_config
+from swerl_cli.core.errors import ConfigError, UsageError
 
 
 @dataclass(frozen=True, slots=True)

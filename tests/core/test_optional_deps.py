@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swerl_cli.cli import app
-from swerl_cli.errors import OPTIONAL_DEPENDENCIES, missing_dependency
+from swerl_cli.core.errors import OPTIONAL_DEPENDENCIES, missing_dependency
 from tests.records import graded
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 from swerl_cli.training.advantages import group_advantages, select_samples, step_penalty
 from swerl_cli.training.dapo_config import DapoConfig
 from tests.records import located, rollout

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from swerl_cli.records import Located
+from swerl_cli.streams.records import Located
 from swerl_cli.training.follow import FollowOptions, FollowState, _take_batch
 from swerl_cli.training.follow_stream import GroupBuffer, group_step, record_id, tail_records
 from tests.records import rollout
@@ -90,7 +90,7 @@ def test_stale_groups_are_dropped_and_consumed_fresh_ones_batched(tmp_path: Path
 def test_run_dir_of_a_synchronous_run_is_refused_a_stream_file_is_fine(tmp_path: Path):
     import pytest
 
-    from swerl_cli.errors import UsageError
+    from swerl_cli.core.errors import UsageError
     from swerl_cli.training.follow import check_run_dir
 
     (tmp_path / "stream.jsonl").write_text("")

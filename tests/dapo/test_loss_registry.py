@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.losses import LOSSES, check_loss, get_loss, loss_names
 from swerl_cli.training.rft_config import RftConfig

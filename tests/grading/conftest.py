@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES
 from tests.sandbox.conftest import toy, toy_t  # noqa: F401 - re-exported fixtures
 

@@ -13,7 +13,7 @@ import pytest
 
 from swerl_cli.grading.grade import GradeConfig, grade_patch
 from swerl_cli.grading.jobs import grade_records
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import ROOT, containers, run_swerl
 from tests.records import trajectory, write_jsonl
 

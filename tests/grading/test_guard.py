@@ -12,7 +12,7 @@ from swerl_cli.grading import infra
 from swerl_cli.grading.grade import GradeConfig, grade_patch
 from swerl_cli.grading.guard import GuardRun, _parse
 from swerl_cli.grading.verdict import verdict
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 
 
 def test_test_infrastructure_by_name_and_by_runner_section() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from swerl_cli.tasks_import import CONDA, reverse_patch, swebench_image
+from swerl_cli.tasks.importers import CONDA, reverse_patch, swebench_image
 from tests.conftest import run_swerl
 
 TEST_PATCH = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 from swerl_cli.grading.jobs import load_tasks, to_job
-from swerl_cli.records import Located
+from swerl_cli.streams.records import Located
 from tests.conftest import EXAMPLES, run_swerl
 
 TASK = orjson.loads((EXAMPLES / "tasks.jsonl").read_bytes().splitlines()[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swerl_cli.collect import CollectConfig
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.sandbox.images import PullConfig, mirror, normalize, registry_of
 

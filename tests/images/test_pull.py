@@ -8,7 +8,7 @@ import subprocess
 import orjson
 import pytest
 
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import run_swerl
 from tests.images.conftest import Registry, start_registry
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from swerl_cli.errors import SandboxError
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import docker as sandbox_docker
 from swerl_cli.sandbox import images
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES, ROOT
 
 

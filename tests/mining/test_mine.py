@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.mining import MineConfig, inspect_commit, is_code_file, is_test_file, list_commits, outcome_lists
+from swerl_cli.tasks.mining import MineConfig, inspect_commit, is_code_file, is_test_file, list_commits, outcome_lists
 from tests.conftest import run_swerl
 from tests.mining.fixture_repo import build_repo, remove_mined_images
 
@@ -140,7 +140,7 @@ def test_mine_finds_the_two_fixes_gold_resolves_empty_does_not(
 
 
 def test_problem_statement_from_issues_file_and_test_cmd(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    from swerl_cli.mining import load_issues, task_record
+    from swerl_cli.tasks.mining import load_issues, task_record
 
     path, commits = repo
     issues = tmp_path / "issues.jsonl"

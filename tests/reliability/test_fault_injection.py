@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES
 from tests.faults import FaultyServer
 from tests.records import jsonl

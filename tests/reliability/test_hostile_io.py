@@ -192,7 +192,7 @@ def test_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
 
 
 def test_a_few_yaml_aliases_still_work(tmp_path: Path) -> None:
-    from swerl_cli.config import load_yaml
+    from swerl_cli.core.config import load_yaml
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("base: &b {workers: 2}\nother: *b\nlist: [*b, *b]\n")

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from swerl_cli.errors import PolicyError
+from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.openai import OpenAIPolicy, parse_response
 from tests.faults import FAULTS, FaultyServer

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from swerl_cli.cli import app
-from swerl_cli.records import Located
 from swerl_cli.report.aggregate import sample_of, split_stats
 from swerl_cli.report.build import build_report
 from swerl_cli.report.charts import Series, line_chart, stacked_bars
 from swerl_cli.report.viewer import body_of, cut
+from swerl_cli.streams.records import Located
 from swerl_cli.training.advantages import select_samples
 from swerl_cli.training.dapo_config import DapoConfig
 from tests.report.records import graded, make_run, write_jsonl

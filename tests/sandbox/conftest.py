@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 from tests.sandbox.toy import toy_task
 
 

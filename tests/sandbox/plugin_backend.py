@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.records import Task
 from swerl_cli.sandbox import Sandbox, SandboxBackend, SandboxLimits
 from swerl_cli.sandbox.local import LocalSandbox
+from swerl_cli.streams.records import Task
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-from swerl_cli.errors import SandboxError
-from swerl_cli.records import Located, Task
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.build import build_image, image_status
+from swerl_cli.streams.records import Located, Task
 from tests.sandbox.toy import ENV, make_repo, toy_task
 
 pytestmark = pytest.mark.docker

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.errors import SandboxError
-from swerl_cli.records import Located, Task
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import SandboxLimits, get_backend, open_sandbox, register_backend
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import containers
 from tests.sandbox.toy import toy_task
 
@@ -171,7 +171,7 @@ def test_container_removed_on_signal(kind: str, engine_toy: Task, tmp_path, sig:
     (tmp_path / "task.json").write_bytes(orjson.dumps(rec))
     script = textwrap.dedent(f"""
         import orjson, sys, time
-        from swerl_cli.records import Located, Task
+        from swerl_cli.streams.records import Located, Task
         from swerl_cli.sandbox import open_sandbox
         t = Task.from_json(Located("t", 1, orjson.loads(open({str(tmp_path / "task.json")!r}, "rb").read())))
         with open_sandbox(t, backend={kind!r}, run_id="pytest-sig-{int(sig)}", hygiene=False) as sb:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from swerl_cli.records import Located, Task
 from swerl_cli.sandbox import SandboxLimits, open_sandbox
 from swerl_cli.sandbox.docker import ROOT_CAPS
+from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.docker

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from swerl_cli.records import Task
 from swerl_cli.sandbox import SandboxLimits, open_sandbox
+from swerl_cli.streams.records import Task
 
 pytestmark = pytest.mark.docker
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from swerl_cli.errors import ConfigError
-from swerl_cli.records import Located, Task
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.sandbox import open_sandbox
+from swerl_cli.streams.records import Located, Task
 from tests.sandbox.toy import make_repo, toy_task
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from swerl_cli.errors import SandboxError
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import podman
 
 

@@ -10,10 +10,10 @@ import subprocess
 import pytest
 
 from swerl_cli.grading.grade import GradeConfig, grade_patch
-from swerl_cli.records import Located, Task
 from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.build import build_image
-from swerl_cli.tasks_import import import_row, reverse_patch
+from swerl_cli.streams.records import Located, Task
+from swerl_cli.tasks.importers import import_row, reverse_patch
 from tests.sandbox.toy import CALC_FIXED, F2P, P2P, TEST_CMD, toy_task
 
 pytestmark = pytest.mark.docker

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import LocalExecutor, Outcome, Placement, node_label, ray_address, stream_jobs
 
 

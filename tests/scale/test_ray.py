@@ -40,8 +40,8 @@ def cluster(example_tasks):
 @pytest.fixture(scope="module")
 def example_tasks():
     """The bundled example tasks, their images built (cached by name)."""
-    from swerl_cli.records import Located, Task
     from swerl_cli.sandbox.build import build_image
+    from swerl_cli.streams.records import Located, Task
 
     lines = (EXAMPLES / "tasks.jsonl").read_bytes().splitlines()
     for i, line in enumerate(lines, 1):

@@ -39,7 +39,7 @@ def test_cli_docs_are_current() -> None:
 
 
 _CITED_MD = re.compile(r"(?<![\w/.-])((?:docs/)?[\w-]+\.md)\b")
-# Module paths as the package's docstrings cite them: `policy/vllm.py`, `swerl_cli/outputs.py`, `scripts/x.py`.
+# Module paths as the package's docstrings cite them: `policy/vllm.py`, `swerl_cli/streams/outputs.py`, `scripts/x.py`.
 _PKG_DIRS = "agent|cli|collect|convert|grading|policy|sandbox|training|swerl_cli|scripts|benchmarks"
 _CITED_PY = re.compile(rf"(?<![\w/.-])((?:{_PKG_DIRS})/[\w/]*\.py)\b")
 PKG = ROOT / "src" / "swerl_cli"

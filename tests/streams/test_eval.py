@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from swerl_cli.evaluation import distribution, evaluate, mean_sem, pass_at_k
-from swerl_cli.jsonl import read_records
+from swerl_cli.evaluation.metrics import distribution, evaluate, mean_sem, pass_at_k
+from swerl_cli.streams.jsonl import read_records
 from tests.conftest import run_swerl
 from tests.records import graded, jsonl
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from swerl_cli.errors import ConfigError
-from swerl_cli.expr import compile_expr
+from swerl_cli.core.errors import ConfigError
+from swerl_cli.filtering.expr import compile_expr
 
 REC = {
     "instance_id": "t1",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.errors import ConfigError, InputError
-from swerl_cli.filtering import FilterSpec, filter_stream, parse_solve_rate
+from swerl_cli.core.errors import ConfigError, InputError
+from swerl_cli.filtering.select import FilterSpec, filter_stream, parse_solve_rate
 from tests.conftest import run_swerl
 from tests.records import graded, ids, jsonl
 

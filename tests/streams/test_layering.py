@@ -10,19 +10,20 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "src" / "swerl_cli"
 
 # errors <- records <- jsonl/config <- sandbox, policy <- agent, grading, filtering <- training, evaluation <- cli
-LAYERS = {
+LAYERS = {  # a package's layer, or a module's where its package spans layers (the longest key wins)
     "__init__": 0,
-    "errors": 0,
-    "stdio": 1,
-    "records": 1,
-    "jsonl": 2,
-    "outputs": 2,
-    "config": 2,
-    "expr": 2,
-    "rows": 2,
-    "task_specs": 2,
-    "task_fields": 2,
-    "model_dir": 2,
+    "core/__init__": 0,
+    "core/errors": 0,
+    "streams/__init__": 1,
+    "streams/stdio": 1,
+    "streams/records": 1,
+    "streams": 2,
+    "core": 2,
+    "filtering/__init__": 2,
+    "filtering/expr": 2,
+    "tasks/__init__": 2,
+    "tasks/specs": 2,
+    "tasks/fields": 2,
     "executor": 3,
     "sandbox": 3,
     "policy": 3,
@@ -30,13 +31,12 @@ LAYERS = {
     "grading": 4,
     "filtering": 4,
     "collect": 4,
-    "tasks_import": 4,
+    "tasks/importers": 4,
     "convert": 4,
-    "mining": 5,
-    "synth": 5,
+    "tasks/mining": 5,
+    "tasks/synth": 5,
     "training": 5,
     "evaluation": 5,
-    "compare": 5,
     "report": 5,
     "cli": 6,
     "__main__": 7,
@@ -70,13 +70,18 @@ def _imports(path: Path) -> list[tuple[str, int, bool]]:
             else:
                 mod = node.module or ""
             found.append((mod, node.lineno, id(node) in top_level))
-            if mod == "swerl_cli":  # `from swerl_cli import cli` names a subpackage
-                found += [(f"swerl_cli.{a.name}", node.lineno, id(node) in top_level) for a in node.names]
+            if mod.startswith("swerl_cli"):  # `from swerl_cli.streams import records` may name a module
+                found += [(f"{mod}.{a.name}", node.lineno, id(node) in top_level) for a in node.names]
     return found
 
 
 def _layer(rel: str) -> int | None:
-    return LAYERS.get(rel.split("/")[0].removesuffix(".py"))
+    """The layer of a path relative to the package (`streams/records.py`) or a dotted name below it."""
+    parts = rel.removesuffix(".py").replace(".", "/").split("/")
+    for n in range(len(parts), 0, -1):
+        if "/".join(parts[:n]) in LAYERS:
+            return LAYERS["/".join(parts[:n])]
+    return None
 
 
 def test_every_module_has_a_layer() -> None:
@@ -93,9 +98,9 @@ def test_no_upward_or_forbidden_imports() -> None:
             root = mod.split(".")[0]
             where = f"{rel}:{line}: {mod}"
             if root == "swerl_cli" and "." in mod:
-                target = mod.split(".")[1]
-                if own is not None and LAYERS.get(target, -1) > own:
-                    problems.append(f"{where} (layer {own} imports layer {LAYERS[target]})")
+                target = _layer(mod.split(".", 1)[1])
+                if own is not None and target is not None and target > own:
+                    problems.append(f"{where} (layer {own} imports layer {target})")
             elif root in ("typer", "rich", "click") and not rel.startswith("cli/"):
                 problems.append(f"{where} (typer/rich only in cli/)")
             elif root == "docker" and not rel.startswith("sandbox/"):
@@ -120,3 +125,48 @@ def test_import_cli_loads_neither_torch_nor_docker() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == ""
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(("swerl_cli", *parts))
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle in `graph` (module -> modules it imports at load time), or [] when there is none."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_cycle() -> None:
+    """Module-level imports between swerl_cli modules form no cycle (imports inside functions are exempt)."""
+    names = {_module_name(p): p for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        deps = {mod for mod, _, top in _imports(path) if top and mod in names and mod != name}
+        graph[name] = deps
+    cycle = _cycle(graph)
+    assert not cycle, "import cycle: " + " -> ".join(cycle)

@@ -18,8 +18,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from swerl_cli.errors import OutputError, UsageError
-from swerl_cli.outputs import open_output
+from swerl_cli.core.errors import OutputError, UsageError
+from swerl_cli.streams.outputs import open_output
 from tests.conftest import EXAMPLES, run_swerl
 from tests.records import graded, jsonl
 

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from swerl_cli.synth.mutators import MUTATORS, mutations
+from swerl_cli.tasks.synth.mutators import MUTATORS, mutations
 
 SRC = '''"""A module."""
 LIMIT = 10 + 1

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from swerl_cli.synth.mutators import mutations
-from swerl_cli.synth.plan import assign_splits, function_key, order_candidates
-from swerl_cli.synth.probe import judge
-from swerl_cli.synth.statement import head_line, problem_statement
+from swerl_cli.tasks.synth.mutators import mutations
+from swerl_cli.tasks.synth.plan import assign_splits, function_key, order_candidates
+from swerl_cli.tasks.synth.probe import judge
+from swerl_cli.tasks.synth.statement import head_line, problem_statement
 
 PASSING = ["t.py::test_a", "t.py::test_b", "t.py::C::test_c"]
 

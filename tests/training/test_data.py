@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.errors import InputError
-from swerl_cli.jsonl import read_records
-from swerl_cli.records import Located
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.jsonl import read_records
+from swerl_cli.streams.records import Located
 from swerl_cli.training.batching import collate, pack, plan_steps
 from swerl_cli.training.data import load_samples, trajectory_to_sample
 from tests.training.fixtures import make_trajectory, write_jsonl

@@ -104,7 +104,7 @@ def test_packed_and_unpacked_batches_give_the_same_loss(tiny_model: Path, data: 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.batching import collate
     from swerl_cli.training.data import load_samples
     from swerl_cli.training.engine import packed_logprobs
@@ -143,7 +143,7 @@ def test_zero3_export_reloads_in_transformers_with_the_engine_loss(runs: dict, t
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.batching import collate
     from swerl_cli.training.data import load_samples
     from swerl_cli.training.engine import packed_logprobs

@@ -124,7 +124,7 @@ def dapo_runs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
 
 def test_dapo_split_is_uneven_with_an_idle_rank(dapo_runs: dict, tiny_model: Path) -> None:
     """The 2-rank plan of this input really has unequal micro-batch counts and a rank with no sample."""
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.advantages import select_samples
     from swerl_cli.training.batching import plan_steps
     from swerl_cli.training.dapo_config import DapoConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 from tests.conftest import EXAMPLES, run_swerl
 from tests.training.fixtures import make_trajectory, write_jsonl
 from tests.training.tb import read_scalars

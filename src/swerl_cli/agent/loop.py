@@ -11,7 +11,7 @@ from typing import Any
 
 from swerl_cli.agent import tools as T
 from swerl_cli.agent.prompts import PromptConfig, fill
-from swerl_cli.errors import SandboxError, SwerlError
+from swerl_cli.core.errors import SandboxError, SwerlError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Policy, Sampling
 from swerl_cli.policy.tokens import TokenBook
 from swerl_cli.sandbox.base import Sandbox

@@ -8,8 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.config import load_yaml
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.config import load_yaml
+from swerl_cli.core.errors import ConfigError
 
 DEFAULT_PROMPTS = "default"
 _PLACEHOLDER = re.compile(r"\{(problem_statement|hints_text|workdir|output|cwd|file|window|max_turns|n|timeout_s)\}")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from swerl_cli.errors import EXIT_INTERRUPTED, SwerlError, UsageError, missing_dependency
+from swerl_cli.core.errors import EXIT_INTERRUPTED, SwerlError, UsageError, missing_dependency
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -230,8 +230,8 @@ def check_training_paths(
 ) -> None:
     """rft and dapo, before any work: a local --model is a usable model directory (model_dir.py, collect's rule);
     --output is absent, empty or a swerl checkpoint (`check_checkpoint_dir`); --metrics is not an input."""
-    from swerl_cli.model_dir import check_model_dir
-    from swerl_cli.outputs import refuse_own_input
+    from swerl_cli.core.model_dir import check_model_dir
+    from swerl_cli.streams.outputs import refuse_own_input
 
     check_checkpoint_dir(output, overwrite=overwrite)
     if metrics:
@@ -242,7 +242,7 @@ def check_training_paths(
 def check_checkpoint_dir(path: str, *, overwrite: bool) -> None:
     """A training `--output` may be absent, empty or a swerl checkpoint (replaced when the run ends); anything else
     is refused unless --overwrite, so a typo cannot delete an unrelated directory."""
-    from swerl_cli.errors import UsageError
+    from swerl_cli.core.errors import UsageError
 
     p = Path(path)
     if overwrite or not p.exists():

@@ -103,9 +103,9 @@ def _collect(
 ) -> None:
     flags: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("input", "output", "config", "resume")}
     from swerl_cli.collect import CollectConfig
-    from swerl_cli.config import resolve_config
+    from swerl_cli.core.config import resolve_config
     from swerl_cli.executor import ray_address
-    from swerl_cli.stdio import engine_output_to_stderr
+    from swerl_cli.streams.stdio import engine_output_to_stderr
 
     flags["base_url"] = tuple(base_url) if base_url else None
     flags["ray"] = ray_address(ray)
@@ -122,9 +122,9 @@ def _collect(
 def _run(cfg: Any, input: str, output: str | None, resume: bool, replay: str | None) -> tuple[str, Any]:
     from swerl_cli.collect import build_policy, plan_jobs, run_jobs
     from swerl_cli.executor import open_executor
-    from swerl_cli.jsonl import read_records
-    from swerl_cli.outputs import open_output
-    from swerl_cli.task_fields import RowFailures
+    from swerl_cli.streams.jsonl import read_records
+    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.tasks.fields import RowFailures
 
     inputs = [input, *([replay] if replay else [])]
     executor = None

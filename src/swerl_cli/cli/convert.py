@@ -54,11 +54,11 @@ def _convert(
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
 ) -> None:
     from swerl_cli.convert import FORMATS, OUTPUTS, convert_paths, predictions, unique_records
-    from swerl_cli.errors import EXIT_ROWS_FAILED, InputError, UsageError
+    from swerl_cli.core.errors import EXIT_ROWS_FAILED, InputError, UsageError
     from swerl_cli.grading.jobs import load_tasks
-    from swerl_cli.jsonl import read_many, read_records
-    from swerl_cli.outputs import open_output
-    from swerl_cli.records import Located
+    from swerl_cli.streams.jsonl import read_many, read_records
+    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.records import Located
 
     if source not in ("auto", "swerl", *FORMATS):
         raise UsageError(f"--from must be auto, swerl or one of {', '.join(FORMATS)}; got {source!r}")

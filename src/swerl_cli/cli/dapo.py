@@ -110,9 +110,10 @@ def _dapo(
         float | None, _opt("--follow: a file input ends after this many seconds without a new line.")
     ] = None,
 ) -> None:
-    from swerl_cli.config import resolve_config
-    from swerl_cli.errors import ConfigError
-    from swerl_cli.jsonl import RecordWriter, read_many
+    from swerl_cli.core.config import resolve_config
+    from swerl_cli.core.errors import ConfigError
+    from swerl_cli.streams.jsonl import read_many
+    from swerl_cli.streams.outputs import open_output
     from swerl_cli.training import dist
     from swerl_cli.training.dapo import run_dapo
     from swerl_cli.training.dapo_config import DapoConfig
@@ -137,19 +138,19 @@ def _dapo(
         read_many(inputs or []), model, output, cfg, metrics, err_console.print, TrackerSpec(tensorboard, wandb)
     )
     if summary is not None:  # ranks other than 0 return None
-        with RecordWriter(None) as out:
+        with open_output(None) as out:
             out.write(summary)
 
 
 def _follow(inputs: list[str], cfg: object, opts: object) -> None:
     """`--follow`: one input stream; each committed update's summary record on stdout as it lands."""
-    from swerl_cli.errors import UsageError
-    from swerl_cli.jsonl import RecordWriter
+    from swerl_cli.core.errors import UsageError
+    from swerl_cli.streams.outputs import open_output
     from swerl_cli.training.follow import check_run_dir, run_follow
 
     if len(inputs) != 1:
         raise UsageError(f"--follow reads one stream (a file the grader appends to, or -), got {len(inputs)} inputs")
     check_run_dir(opts)  # type: ignore[arg-type]
-    with RecordWriter(None) as out:
+    with open_output(None) as out:
         for summary in run_follow(inputs[0], cfg, opts, err_console.print):  # type: ignore[arg-type]
             out.write(summary)

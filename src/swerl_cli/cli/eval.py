@@ -10,11 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from swerl_cli.cli._common import INPUTS, boundary, err_console
-from swerl_cli.compare import Comparison, compare_files
-from swerl_cli.errors import UsageError, require_modules
-from swerl_cli.evaluation import Report, evaluate_file, plot_reports, short_labels
-from swerl_cli.jsonl import RecordWriter
-from swerl_cli.outputs import refuse_own_input
+from swerl_cli.core.errors import UsageError, require_modules
+from swerl_cli.evaluation.compare import Comparison, compare_files
+from swerl_cli.evaluation.metrics import Report, evaluate_file, plot_reports, short_labels
+from swerl_cli.streams.outputs import open_output, refuse_own_input
 
 HELP = """Report pass@1 and pass@k over graded records (grade.status, grade.resolved), one column per input file.
 
@@ -54,7 +53,7 @@ def _eval(
     reports = [evaluate_file(f, errors_as_failures=errors_as_failures) for f in files]
     cmp = compare_files(files[0], files[1]) if compare else None
     if as_json:
-        with RecordWriter(None) as out:
+        with open_output(None) as out:
             for rep in reports:
                 out.write(rep.to_json())
             if cmp is not None:

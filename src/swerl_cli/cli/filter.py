@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import INPUT, OUTPUT, boundary, err_console
-from swerl_cli.filtering import FilterSpec, filter_stream, parse_solve_rate
-from swerl_cli.jsonl import is_live_input
-from swerl_cli.outputs import open_output
+from swerl_cli.filtering.select import FilterSpec, filter_stream, parse_solve_rate
+from swerl_cli.streams.jsonl import is_live_input
+from swerl_cli.streams.outputs import open_output
 
 HELP = """Keep the records that pass every given rule; kept lines are written byte-for-byte, in input order.
 

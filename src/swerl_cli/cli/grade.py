@@ -19,14 +19,14 @@ from swerl_cli.cli._common import (
     err_console,
 )
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
-from swerl_cli.config import resolve_config
+from swerl_cli.core.config import resolve_config
 from swerl_cli.executor import node_label, open_executor, ray_address
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.jobs import grade_records, load_tasks
 from swerl_cli.grading.summary import GradeSummary
-from swerl_cli.outputs import open_output, refuse_own_input
-from swerl_cli.rows import read_many_rows, read_rows
-from swerl_cli.task_fields import RowFailures
+from swerl_cli.streams.outputs import open_output, refuse_own_input
+from swerl_cli.streams.rows import read_many_rows, read_rows
+from swerl_cli.tasks.fields import RowFailures
 
 HELP = """Grade each record in a fresh sandbox: apply its patch, set aside its edits of test infrastructure
 (conftest.py, runner config, test files, plugins: grade.set_aside), apply the task's test_patch, run test_cmd

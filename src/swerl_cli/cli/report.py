@@ -40,9 +40,9 @@ def _report(
         int, typer.Option(help="Longest message text kept per turn (head and tail), in characters.")
     ] = 6000,
 ) -> None:
-    from swerl_cli.outputs import open_output
     from swerl_cli.report.build import build_report
     from swerl_cli.report.page import render_page
+    from swerl_cli.streams.outputs import open_output
 
     # The output contract of every command (outputs.py): an input as output refused, a device or FIFO written in
     # place, a symlink written through to its target, a regular file replaced atomically when the page is done, a

@@ -79,9 +79,10 @@ def _rft(
     wandb: WANDB = False,
     overwrite: OVERWRITE = False,
 ) -> None:
-    from swerl_cli.config import resolve_config
-    from swerl_cli.errors import ConfigError
-    from swerl_cli.jsonl import RecordWriter, read_many
+    from swerl_cli.core.config import resolve_config
+    from swerl_cli.core.errors import ConfigError
+    from swerl_cli.streams.jsonl import read_many
+    from swerl_cli.streams.outputs import open_output
     from swerl_cli.training import dist
     from swerl_cli.training.rft import run_rft
     from swerl_cli.training.rft_config import RftConfig
@@ -108,5 +109,5 @@ def _rft(
             f"truncated, {d['dropped_too_long']} dropped), final loss {summary['final_loss']}; "
             f"checkpoint {summary['checkpoint']}"
         )
-        with RecordWriter(None) as out:
+        with open_output(None) as out:
             out.write(summary)

@@ -19,8 +19,8 @@ from swerl_cli.cli._common import (
     err_console,
 )
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
-from swerl_cli.jsonl import read_many
-from swerl_cli.outputs import open_output
+from swerl_cli.streams.jsonl import read_many
+from swerl_cli.streams.outputs import open_output
 
 app = typer.Typer(
     help="Import SWE-bench-style rows as task records, pull or build task images, validate tasks.",
@@ -62,7 +62,7 @@ def _import(
     workdir: Annotated[str, typer.Option(help="Repository path in the image when a row names none.")] = "/testbed",
     allow_source: ALLOW_SOURCE = None,
 ) -> None:
-    from swerl_cli.tasks_import import import_row, read_rows
+    from swerl_cli.tasks.importers import import_row, read_rows
 
     allowed = allow_source or []
     with open_output(output, "replace", inputs=inputs) as out:
@@ -90,7 +90,7 @@ def _build(
     allow_source: ALLOW_SOURCE = None,
     sandbox: Annotated[str, typer.Option(help="Engine the images are built in: docker or podman.")] = "docker",
 ) -> None:
-    from swerl_cli.errors import ConfigError, RowsFailedError
+    from swerl_cli.core.errors import ConfigError, RowsFailedError
     from swerl_cli.sandbox.build import check_base
 
     if network not in ("none", "host"):
@@ -113,10 +113,10 @@ def _build_row(
     loc: Any, seen: set[str], base: str, network: bool, force: bool, verbose: bool, allow: list[str], sandbox: str
 ) -> str:
     """Build one row's image: '<image>: built|cached|same image as an earlier row', or 'FAILED <why>'."""
-    from swerl_cli.errors import InputError, SandboxError
-    from swerl_cli.records import Task, check_schema
+    from swerl_cli.core.errors import InputError, SandboxError
     from swerl_cli.sandbox.build import build_image
-    from swerl_cli.task_fields import task_row_error
+    from swerl_cli.streams.records import Task, check_schema
+    from swerl_cli.tasks.fields import task_row_error
 
     try:
         check_schema(loc, "swerl.task")
@@ -157,14 +157,14 @@ def _validate(
     episode_memory_gb: EPISODE_MEMORY_GB = None,
     max_episode_retries: MAX_EPISODE_RETRIES = None,
 ) -> None:
-    from swerl_cli.config import resolve_config
-    from swerl_cli.errors import ConfigError
+    from swerl_cli.core.config import resolve_config
+    from swerl_cli.core.errors import ConfigError
     from swerl_cli.executor import open_executor, ray_address
     from swerl_cli.grading.grade import GradeConfig
     from swerl_cli.grading.validate import summarize, validate_tasks
-    from swerl_cli.records import Task, check_schema
     from swerl_cli.sandbox import uses_images
-    from swerl_cli.task_fields import RowFailures, task_row_error
+    from swerl_cli.streams.records import Task, check_schema
+    from swerl_cli.tasks.fields import RowFailures, task_row_error
 
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1; got {repeats}")

@@ -54,8 +54,8 @@ def _mine(
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from swerl_cli.mining import PYTEST, MineConfig, MineStats, list_commits, mine_records
-    from swerl_cli.outputs import open_output
+    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.tasks.mining import PYTEST, MineConfig, MineStats, list_commits, mine_records
 
     cfg = MineConfig(
         rev=rev, since=since, until=until, max_commits=max_commits, max_files=max_files, max_lines=max_lines,

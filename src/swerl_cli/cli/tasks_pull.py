@@ -36,14 +36,14 @@ def _pull(
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from swerl_cli.config import resolve_config
-    from swerl_cli.errors import RowsFailedError
+    from swerl_cli.core.config import resolve_config
+    from swerl_cli.core.errors import RowsFailedError
     from swerl_cli.executor import open_executor, ray_address
-    from swerl_cli.jsonl import read_many
-    from swerl_cli.outputs import open_output
-    from swerl_cli.records import Task, check_schema
     from swerl_cli.sandbox import engine_client, images
-    from swerl_cli.task_fields import task_row_error
+    from swerl_cli.streams.jsonl import read_many
+    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.records import Task, check_schema
+    from swerl_cli.tasks.fields import task_row_error
 
     cfg = resolve_config(images.PullConfig, config, workers=workers, registry=registry, image_budget_gb=image_budget_gb)
     refs: list[str] = []

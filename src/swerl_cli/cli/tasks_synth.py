@@ -61,8 +61,8 @@ def _synth(
     import time
     from pathlib import Path
 
-    from swerl_cli.synth.mutators import MUTATORS
-    from swerl_cli.synth.run import SynthConfig, synthesize
+    from swerl_cli.tasks.synth.mutators import MUTATORS
+    from swerl_cli.tasks.synth.run import SynthConfig, synthesize
 
     cfg = SynthConfig(
         name=name, mutators=tuple(m.strip() for m in mutators.split(",")) if mutators else MUTATORS,

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import boundary, err_console
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -27,9 +27,9 @@ def _check_template(
 ) -> None:
     import json
 
-    from swerl_cli.jsonl import dumps
     from swerl_cli.policy.hf import load_tokenizer, render_ids
     from swerl_cli.policy.tokens import SAMPLE_CONVERSATION, check_prefix_preserving
+    from swerl_cli.streams.jsonl import dumps
 
     messages = SAMPLE_CONVERSATION
     if conversation:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.agent.loop import AgentSettings
-from swerl_cli.config import check_positive
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.config import check_positive
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.engine_size import DTYPES

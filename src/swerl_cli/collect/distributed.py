@@ -17,7 +17,7 @@ from typing import Any
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import run_job
 from swerl_cli.collect.plan import Job
-from swerl_cli.errors import ConfigError, JobLostError
+from swerl_cli.core.errors import ConfigError, JobLostError
 from swerl_cli.executor import stream_jobs
 from swerl_cli.policy import build_policy, policy_class
 from swerl_cli.policy.base import Policy

@@ -16,11 +16,11 @@ from swerl_cli.agent.loop import EpisodeResult, run_episode
 from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.plan import Job, episode_id
-from swerl_cli.errors import InputError, SwerlError
+from swerl_cli.core.errors import InputError, SwerlError
 from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
-from swerl_cli.records import TRAJECTORY, schema_tag
 from swerl_cli.sandbox import uses_images
-from swerl_cli.task_fields import task_row_error
+from swerl_cli.streams.records import TRAJECTORY, schema_tag
+from swerl_cli.tasks.fields import task_row_error
 
 
 def job_sampling(cfg: CollectConfig, sample: int) -> Sampling:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from swerl_cli.collect.config import CollectConfig
-from swerl_cli.records import TASK, Located, Task, UniqueIds, check_schema
+from swerl_cli.streams.records import TASK, Located, Task, UniqueIds, check_schema
 
 
 class Job(NamedTuple):

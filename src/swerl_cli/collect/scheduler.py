@@ -13,11 +13,11 @@ from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import close_when_started, play_job, start_job_sandbox
 from swerl_cli.collect.plan import Job, plan_jobs
-from swerl_cli.errors import SwerlError
+from swerl_cli.core.errors import SwerlError
 from swerl_cli.executor import this_node
 from swerl_cli.policy import build_policy
 from swerl_cli.policy.base import Policy
-from swerl_cli.records import Located, Task
+from swerl_cli.streams.records import Located, Task
 
 START_PARALLELISM = max(4, os.cpu_count() or 4)  # sandbox starts in flight at once
 PULL_PARALLELISM = 2  # image pulls started ahead for queued episodes, in flight at once
@@ -96,7 +96,7 @@ class Collector:
         backend = get_backend(self.cfg.sandbox)
         if not backend.uses_images:
             return
-        from swerl_cli.task_fields import image_problem
+        from swerl_cli.tasks.fields import image_problem
 
         requested: set[str] = set()
         gate = asyncio.Semaphore(PULL_PARALLELISM)

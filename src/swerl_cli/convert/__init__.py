@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 
 from swerl_cli.convert.harness import HarnessRun
-from swerl_cli.errors import InputError
-from swerl_cli.jsonl import iter_lines, parse_line
-from swerl_cli.records import GRADED, TRAJECTORY, Located, Task, UniqueIds, check_schema, dict_at, record_id
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.jsonl import iter_lines, parse_line
+from swerl_cli.streams.records import GRADED, TRAJECTORY, Located, Task, UniqueIds, check_schema, dict_at, record_id
 
 FORMATS = {
     "swe-agent": "swerl_cli.convert.sweagent",

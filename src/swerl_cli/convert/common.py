@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from swerl_cli.records import TRAJECTORY, schema_tag
+from swerl_cli.streams.records import TRAJECTORY, schema_tag
 
 # Tools whose only argument is a shell command; swerl runs those as `execute(command=...)`.
 SHELL_TOOLS = frozenset({"bash", "execute_bash", "execute", "terminal", "shell", "run", "run_shell_command", "cmd"})

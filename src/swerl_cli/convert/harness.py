@@ -22,8 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import InputError
-from swerl_cli.records import GRADED, schema_tag, short_json
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import GRADED, schema_tag, short_json
 
 NAME = "swebench-report"
 _LISTS = ("resolved_ids", "unresolved_ids", "error_ids", "empty_patch_ids")

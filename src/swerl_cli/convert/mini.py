@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.convert.common import message, normalise_calls, trajectory_record
-from swerl_cli.errors import InputError
-from swerl_cli.records import dict_at
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import dict_at
 
 NAME = "mini-swe-agent"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.common import message, text_of, tool_call, trajectory_record
-from swerl_cli.errors import InputError
-from swerl_cli.records import dict_at
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import dict_at
 
 NAME = "openhands"
 

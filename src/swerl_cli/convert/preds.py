@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.common import trajectory_record
-from swerl_cli.errors import InputError
-from swerl_cli.records import short_json
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import short_json
 
 NAME = "preds"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.common import message, normalise_calls, trajectory_record
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 
 NAME = "sft"
 

@@ -23,7 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from swerl_cli.errors import ConfigError, JobLostError
+from swerl_cli.core.errors import ConfigError, JobLostError
 
 K = TypeVar("K")
 RAY_ENV = "SWERL_RAY_ADDRESS"

@@ -21,7 +21,7 @@ import ray
 from ray import exceptions as rex
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from swerl_cli.errors import ConfigError, JobLostError, SwerlError
+from swerl_cli.core.errors import ConfigError, JobLostError, SwerlError
 from swerl_cli.executor import Outcome, Placement, this_node
 
 CONNECT_TIMEOUT_S = 5.0

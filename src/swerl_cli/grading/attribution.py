@@ -17,7 +17,7 @@ from typing import Any
 from swerl_cli.grading.guard import GuardRun
 from swerl_cli.grading.logs import SHORT_PATH_PARSERS, log_family, parse_text_log, short_param_path
 from swerl_cli.grading.verdict import REASONS, suspicious
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 
 __all__ = ["REASONS", "Decision", "cached_control", "control_key", "decide"]
 _cache: dict[tuple[Any, ...], GuardRun] = {}

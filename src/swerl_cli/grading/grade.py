@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.config import check_positive
-from swerl_cli.errors import ConfigError, SandboxError
+from swerl_cli.core.config import check_positive
+from swerl_cli.core.errors import ConfigError, SandboxError
 from swerl_cli.executor import JobSettings
 from swerl_cli.grading import guard, infra
 from swerl_cli.grading.attribution import cached_control, control_key, decide
 from swerl_cli.grading.verdict import SEMANTICS, verdict
-from swerl_cli.records import Task
 from swerl_cli.sandbox import BACKENDS, ExecResult, Sandbox, SandboxLimits, open_sandbox
 from swerl_cli.sandbox.gitops import patch_files, touched_files
+from swerl_cli.streams.records import Task
 
 JUNIT_PATH = "/tmp/swerl-junit.xml"
 MODEL_PATCH = ".git/swerl-model.patch"

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.errors import JobLostError
+from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, episode_error_grade, error_grade, grade_patch
-from swerl_cli.records import GRADED, TASK, TRAJECTORY, Located, Task, UniqueIds, check_schema, schema_tag
 from swerl_cli.sandbox import DEFAULT_BACKEND, uses_images
-from swerl_cli.task_fields import task_row_error
+from swerl_cli.streams.records import GRADED, TASK, TRAJECTORY, Located, Task, UniqueIds, check_schema, schema_tag
+from swerl_cli.tasks.fields import task_row_error
 
 
 @dataclass(slots=True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from swerl_cli.errors import JobLostError
+from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
 from swerl_cli.grading.jobs import new_run_id, run_cleanup
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 
 
 def summarize(task: Task, gold: list[dict[str, Any]], empty: list[dict[str, Any]]) -> dict[str, Any]:

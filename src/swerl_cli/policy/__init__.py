@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 
 BACKENDS: dict[str, str] = {
     "openai": "swerl_cli.policy.openai:OpenAIPolicy",
@@ -35,7 +35,7 @@ def build_policy(cfg: Any) -> Any:
     rule rft and dapo use): an empty or corrupt directory is one line and exit 3, not an error record per episode.
     """
     if cfg.policy in ("hf", "vllm") and getattr(cfg, "model", None):
-        from swerl_cli.model_dir import check_model_dir
+        from swerl_cli.core.model_dir import check_model_dir
 
         check_model_dir(cfg.model)
     return policy_class(cfg.policy).from_config(cfg)

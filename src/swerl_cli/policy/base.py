@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from swerl_cli.errors import PolicyError
+from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.tokens import TokenState
 
 

@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
     if len(args) != 2:
         sys.stderr.write("usage: python -m swerl_cli.policy.gap CKPT TRAJECTORIES.jsonl [--dtype float32]\n")
         return 2
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
 
     records = (loc.obj for loc in read_records(args[1]))
     summaries = first_turn_gaps(load_trainer(args[0], dtype), records, dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from swerl_cli.errors import PolicyError
+from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
 
 PATCH_PATH = "/tmp/.swerl/gold.patch"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import ConfigError, PolicyError, require_modules
+from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import sampler_dtype
 from swerl_cli.policy.tokens import TurnPrompt, TurnPrompter

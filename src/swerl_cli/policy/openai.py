@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from swerl_cli.errors import ConfigError, PolicyError
+from swerl_cli.core.errors import ConfigError, PolicyError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.hf import parse_tool_calls, prompt_fields
 from swerl_cli.policy.tokens import TurnPrompter

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from swerl_cli.errors import PolicyError
+from swerl_cli.core.errors import PolicyError
 
 PROBE_TEXT = (
     "<|im_start|>user\nparse() drops the last field of a CSV line.<|im_end|>\n<|im_start|>assistant\n"

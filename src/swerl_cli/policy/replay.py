@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from swerl_cli.errors import ConfigError, PolicyError
-from swerl_cli.jsonl import read_records
+from swerl_cli.core.errors import ConfigError, PolicyError
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
-from swerl_cli.records import require
+from swerl_cli.streams.jsonl import read_records
+from swerl_cli.streams.records import require
 
 
 class ReplayPolicy:

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from swerl_cli.errors import ConfigError, PolicyError, require_modules
+from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype
 from swerl_cli.policy.hf import load_tokenizer, local_prompter, parse_tool_calls, prompt_fields

@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.config import short
-from swerl_cli.errors import InputError
-from swerl_cli.evaluation import distribution, mean_sem
-from swerl_cli.records import GRADE_STATUSES, GRADED, Located, check_schema, require
+from swerl_cli.core.config import short
+from swerl_cli.core.errors import InputError
+from swerl_cli.evaluation.metrics import distribution, mean_sem
+from swerl_cli.streams.records import GRADE_STATUSES, GRADED, Located, check_schema, require
 from swerl_cli.training.advantages import step_penalty
 
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import InputError
-from swerl_cli.jsonl import read_records
+from swerl_cli.core.errors import InputError
 from swerl_cli.report.aggregate import (
     check_dapo_summary,
     dapo_stats,
@@ -26,6 +25,7 @@ from swerl_cli.report.aggregate import (
     split_stats,
 )
 from swerl_cli.report.viewer import body_of, tamper_flag
+from swerl_cli.streams.jsonl import read_records
 
 _ITER = re.compile(r"^iter-(\d+)$")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.agent.tools import parse_text_action, parse_tool_calls
-from swerl_cli.records import dict_at, list_at
+from swerl_cli.streams.records import dict_at, list_at
 
 MAX_TESTS = 500  # per list; the rest is counted
 

@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from swerl_cli.errors import ConfigError, SandboxError
-from swerl_cli.records import Task
+from swerl_cli.core.errors import ConfigError, SandboxError
 from swerl_cli.sandbox.base import ExecResult, Sandbox, SandboxBackend, SandboxLimits
+from swerl_cli.streams.records import Task
 
 # The only registry of sandbox backends: short name -> "module:Class" (a SandboxBackend). Nothing outside a
 # backend's module names it; a plugin or a test adds one with `register_backend`.

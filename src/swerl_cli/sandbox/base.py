@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from swerl_cli.errors import SandboxError
+from swerl_cli.core.errors import SandboxError
 
 if TYPE_CHECKING:
-    from swerl_cli.records import Task
+    from swerl_cli.streams.records import Task
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import SandboxError
-from swerl_cli.records import Task
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.gitops import hygiene_command
-from swerl_cli.task_fields import is_repository_url, repo_source_problem, task_problem
+from swerl_cli.streams.records import Task
+from swerl_cli.tasks.fields import is_repository_url, repo_source_problem, task_problem
 
 SETUP_LABEL = "swerl.setup"
 SCRIPT = "/tmp/swerl-setup.sh"

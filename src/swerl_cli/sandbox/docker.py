@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from swerl_cli.errors import SandboxError
-from swerl_cli.records import Task
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import SandboxLimits
 from swerl_cli.sandbox.shell import Shell, ShellSandbox
+from swerl_cli.streams.records import Task
 
 _client_lock = threading.Lock()
 _client: Any = None  # the DOCKER_HOST engine's client

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from swerl_cli.errors import SandboxError
-from swerl_cli.records import Task
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import Sandbox, SandboxBackend, SandboxLimits
+from swerl_cli.streams.records import Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ class DockerBackend(SandboxBackend):
 
         from swerl_cli.sandbox import images
         from swerl_cli.sandbox.docker import DockerSandbox
-        from swerl_cli.task_fields import image_problem, workdir_problem
+        from swerl_cli.tasks.fields import image_problem, workdir_problem
 
         for field, value, problem in (
             ("image", task.image, image_problem(task.image)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+)$")
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import ConfigError, SandboxError
+from swerl_cli.core.errors import ConfigError, SandboxError
 
 GB = 1e9
 
@@ -202,7 +202,7 @@ def ensure_image(image: str, settings: ImageSettings | None = None, client: Any 
     import requests
 
     from swerl_cli.sandbox.docker import docker_client
-    from swerl_cli.task_fields import image_problem
+    from swerl_cli.tasks.fields import image_problem
 
     s = settings or SETTINGS
     problem = image_problem(image)

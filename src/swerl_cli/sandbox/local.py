@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import ConfigError, SandboxError
-from swerl_cli.records import Task
+from swerl_cli.core.errors import ConfigError, SandboxError
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import Sandbox, SandboxBackend, SandboxLimits
 from swerl_cli.sandbox.shell import Shell, ShellSandbox
+from swerl_cli.streams.records import Task
 
 WARNING = "swerl: WARNING: the 'local' sandbox backend does NOT isolate: model commands run on this machine as you."
 _warned = False

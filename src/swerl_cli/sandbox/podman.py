@@ -13,7 +13,7 @@ import resource
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.errors import SandboxError
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox.engine import DockerBackend
 
 # Podman sets its own RLIMIT_NPROC to this when it starts (seen on 4.3.1), and its containers get 1048576 for

@@ -15,11 +15,11 @@ import shlex
 import time
 from typing import Protocol, TypeVar
 
-from swerl_cli.errors import SandboxError
-from swerl_cli.records import Task
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import ExecResult, SandboxLimits
 from swerl_cli.sandbox.gitops import diff_command, touched_files
+from swerl_cli.streams.records import Task
 
 _S = TypeVar("_S", bound="ShellSandbox")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from swerl_cli.grading.verdict import REASONS
 from swerl_cli.policy.base import biased_parameters
-from swerl_cli.records import GRADED, Located, UniqueIds, check_schema, get_path, record_id, require
+from swerl_cli.streams.records import GRADED, Located, UniqueIds, check_schema, get_path, record_id, require
 from swerl_cli.training.dapo_config import DapoConfig
 
 ZERO_ADV_TOL = 1e-8  # |A| at or below this is "zero advantage"

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.config import config_to_dict
-from swerl_cli.errors import ConfigError, InputError
-from swerl_cli.records import SUMMARY, Located, schema_tag
+from swerl_cli.core.config import config_to_dict
+from swerl_cli.core.errors import ConfigError, InputError
+from swerl_cli.streams.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.advantages import Selection, select_samples
 from swerl_cli.training.batching import StepPlan, plan_steps

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.losses.base import check_loss
 from swerl_cli.training.train_config import TrainConfig
 

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from swerl_cli.errors import InputError
-from swerl_cli.records import GRADED, TRAJECTORY, Located, check_schema, require
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import GRADED, TRAJECTORY, Located, check_schema, require
 
 TOO_LONG_POLICIES = ("error", "truncate", "drop")
 _GENERATION_TAG = re.compile(r"{%-?\s*generation\s*-?%}")

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import ConfigError, SwerlError
+from swerl_cli.core.errors import ConfigError, SwerlError
 from swerl_cli.training import dist
 from swerl_cli.training.train_config import TrainConfig, train_fields
 
@@ -75,7 +75,7 @@ def lr_lambda(warmup_steps: int, total_steps: int, schedule: str):
 
 def _check_local(name: str) -> None:
     """A local --model must be a usable save_pretrained dir: the one rule of model_dir.py (collect uses it too)."""
-    from swerl_cli.model_dir import check_model_dir
+    from swerl_cli.core.model_dir import check_model_dir
 
     check_model_dir(name)
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.config import config_to_dict
-from swerl_cli.errors import SwerlError
-from swerl_cli.records import Located
+from swerl_cli.core.config import config_to_dict
+from swerl_cli.core.errors import SwerlError
+from swerl_cli.streams.records import Located
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.follow_stream import GroupBuffer, group_step, record_id, tail_records, version_key
 
@@ -207,7 +207,7 @@ def run_follow(src: str, cfg: DapoConfig, opts: FollowOptions, log: Log) -> Iter
 def check_run_dir(opts: FollowOptions) -> None:
     """UsageError unless --output is a directory without iter-*/ folders (the stream file may live there) or a
     --follow run directory (a restart deletes iter-k/ folders past its last commit: never those of another run)."""
-    from swerl_cli.errors import UsageError
+    from swerl_cli.core.errors import UsageError
 
     if opts.max_staleness < 0:
         raise UsageError(f"--max-staleness must be >= 0 (optimizer steps), got {opts.max_staleness}")

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from swerl_cli.jsonl import STDIN, parse_line, read_records
-from swerl_cli.records import Located
+from swerl_cli.streams.jsonl import STDIN, parse_line, read_records
+from swerl_cli.streams.records import Located
 
 Key = tuple[str, str]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from swerl_cli.errors import OutputError
+from swerl_cli.core.errors import OutputError
 from swerl_cli.training import dist
 from swerl_cli.training.batching import StepPlan, rank_micro_batches
 from swerl_cli.training.trackers import Trackers, TrackerSpec

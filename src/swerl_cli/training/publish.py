@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from swerl_cli.errors import OutputError
+from swerl_cli.core.errors import OutputError
 
 
 def partial_dir(out: Path) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 
 ATTN_IMPLEMENTATIONS = ("auto", "packed_sdpa", "sdpa", "flash_attention_2", "eager")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 
 
 @dataclass(slots=True)

@@ -21,10 +21,10 @@ from typing import IO, Any
 
 import orjson
 
-from swerl_cli.errors import ConfigError, InputError
-from swerl_cli.expr import compile_expr, path_getter
-from swerl_cli.jsonl import STDIN, iter_raw, iter_raw_fh, parse_raw
-from swerl_cli.records import (
+from swerl_cli.core.errors import ConfigError, InputError
+from swerl_cli.filtering.expr import compile_expr, path_getter
+from swerl_cli.streams.jsonl import STDIN, iter_raw, iter_raw_fh, parse_raw
+from swerl_cli.streams.records import (
     EXIT_STATUSES,
     GRADE_STATUSES,
     KNOWN_VERSIONS,

@@ -13,7 +13,7 @@ import os
 import struct
 from pathlib import Path
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 _MAX_HEADER = 100 << 20  # a safetensors header longer than 100 MB is not one

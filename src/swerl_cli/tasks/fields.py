@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import InputError, RowsFailedError
-from swerl_cli.records import Located, Task
+from swerl_cli.core.errors import InputError, RowsFailedError
+from swerl_cli.streams.records import Located, Task
 
 _COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 _DOMAIN_PART = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?")

@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from swerl_cli.errors import ConfigError, UsageError
+from swerl_cli.core.errors import ConfigError, UsageError
 
 C = TypeVar("C")
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swerl_cli.jsonl import read_records
-from swerl_cli.records import COMPARE, GRADE_STATUSES, Located, check_schema, require, schema_tag
+from swerl_cli.streams.jsonl import read_records
+from swerl_cli.streams.records import COMPARE, GRADE_STATUSES, Located, check_schema, require, schema_tag
 
 
 @dataclass(slots=True)

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import InputError
-from swerl_cli.records import Located
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import Located
 
 # Files that hold one JSON document (pretty-printed or not); everything else is JSON Lines (docs/records.md).
 DOCUMENT_SUFFIXES = (".json", ".traj")
@@ -22,7 +22,7 @@ DOCUMENT_SUFFIXES = (".json", ".traj")
 
 def read_rows(path: str) -> Iterator[Located]:
     """Located rows of one file, by its extension (.json, .parquet; anything else is JSONL)."""
-    from swerl_cli.jsonl import read_records
+    from swerl_cli.streams.jsonl import read_records
 
     if path.endswith(".parquet"):
         yield from _parquet_rows(path)

@@ -33,10 +33,10 @@ from typing import IO, Any, Literal
 
 import orjson
 
-from swerl_cli.errors import OutputError, UsageError
-from swerl_cli.jsonl import STDIN, dumps, read_records
-from swerl_cli.records import Located
-from swerl_cli.stdio import records_fd, records_stream
+from swerl_cli.core.errors import OutputError, UsageError
+from swerl_cli.streams.jsonl import STDIN, dumps, read_records
+from swerl_cli.streams.records import Located
+from swerl_cli.streams.stdio import records_fd, records_stream
 
 Mode = Literal["append", "replace"]
 _FD_ALIAS = re.compile(r"^/(?:dev/fd|proc/self/fd)/(\d+)$")
@@ -299,14 +299,6 @@ def open_output(path: str | None, mode: Mode = "replace", *, resume: bool = Fals
                 flush_each: bool = False, id_key: str = "id") -> Output:  # fmt: skip
     """An Output for `-o PATH` (None or '-' = stdout); use it as a context manager."""
     return Output(path, mode, resume=resume, inputs=inputs, flush_each=flush_each, id_key=id_key)
-
-
-class RecordWriter(Output):
-    """The older constructor: `RecordWriter(path)` replaces, `RecordWriter(path, append=True)` resumes."""
-
-    def __init__(self, path: str | None = None, *, append: bool = False, flush_each: bool = False):
-        super().__init__(path, "append" if append else "replace", resume=append and path not in (None, STDIN),
-                         flush_each=flush_each)  # fmt: skip
 
 
 def trim_torn_line(fd: int) -> int:

@@ -13,8 +13,8 @@ from typing import IO, Any
 
 import orjson
 
-from swerl_cli.errors import InputError
-from swerl_cli.records import Located
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.records import Located
 
 STDIN = "-"
 
@@ -117,7 +117,7 @@ def read_records(src: str = STDIN) -> Iterator[Located]:
 
     A `.json` or `.traj` path holds one JSON document, pretty-printed or not (rows.read_document)."""
     if src != STDIN and src.endswith((".json", ".traj")):
-        from swerl_cli.rows import read_document
+        from swerl_cli.streams.rows import read_document
 
         yield from read_document(src)
         return
@@ -135,12 +135,3 @@ def read_many(sources: Iterable[str]) -> Iterator[Located]:
 def dumps(obj: Any) -> bytes:
     """One record as a complete JSONL line (bytes, newline included)."""
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY)
-
-
-def __getattr__(name: str) -> Any:
-    """`RecordWriter` moved to swerl_cli.outputs (the output contract); the old import path keeps working."""
-    if name == "RecordWriter":
-        from swerl_cli.outputs import RecordWriter
-
-        return RecordWriter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

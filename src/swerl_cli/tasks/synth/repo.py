@@ -13,8 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from swerl_cli.errors import InputError
-from swerl_cli.mining import is_test_file
+from swerl_cli.core.errors import InputError
+from swerl_cli.tasks.mining import is_test_file
 
 SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv",
                        "venv", "build", "dist", ".eggs", "node_modules"})  # fmt: skip

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 
 TASK = "swerl.task"
 TRAJECTORY = "swerl.trajectory"

@@ -21,9 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import OutputError
-from swerl_cli.jsonl import read_records
-from swerl_cli.records import EVAL, GRADE_STATUSES, Located, UniqueIds, check_schema, record_id, require, schema_tag
+from swerl_cli.core.errors import OutputError
+from swerl_cli.streams.jsonl import read_records
+from swerl_cli.streams.records import (
+    EVAL,
+    GRADE_STATUSES,
+    Located,
+    UniqueIds,
+    check_schema,
+    record_id,
+    require,
+    schema_tag,
+)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

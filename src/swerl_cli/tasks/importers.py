@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from swerl_cli.errors import ConfigError
-from swerl_cli.records import TASK, Located, Task, check_schema, dict_at
-from swerl_cli.rows import read_rows
+from swerl_cli.core.errors import ConfigError
 from swerl_cli.sandbox.gitops import patch_files
-from swerl_cli.task_fields import task_row_error
-from swerl_cli.task_specs import PYTEST, spec_for
+from swerl_cli.streams.records import TASK, Located, Task, check_schema, dict_at
+from swerl_cli.streams.rows import read_rows
+from swerl_cli.tasks.fields import task_row_error
+from swerl_cli.tasks.specs import PYTEST, spec_for
 
 __all__ = ["DATASETS", "import_row", "read_rows", "reverse_patch", "swebench_image"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from swerl_cli.synth.mutators import Mutation
+from swerl_cli.tasks.synth.mutators import Mutation
 
 
 def function_key(m: Mutation) -> str:

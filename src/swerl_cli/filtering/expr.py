@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from swerl_cli.errors import ConfigError
+from swerl_cli.core.errors import ConfigError
 
 Getter = Callable[[dict], Any]
 Predicate = Callable[[dict], bool]

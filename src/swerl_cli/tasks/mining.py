@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from swerl_cli.errors import InputError, JobLostError, SandboxError, UsageError
+from swerl_cli.core.errors import InputError, JobLostError, SandboxError, UsageError
 from swerl_cli.executor import LocalExecutor, stream_jobs
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 
 PYTEST = (
     "python3 -m pytest -rA --tb=no -p no:cacheprovider --color=no"
@@ -175,8 +175,8 @@ def load_issues(path: str | None) -> dict[str, str]:
     """Problem statements by commit (full or abbreviated sha): JSONL rows {commit, problem_statement}."""
     if path is None:
         return {}
-    from swerl_cli.jsonl import read_records
-    from swerl_cli.records import require
+    from swerl_cli.streams.jsonl import read_records
+    from swerl_cli.streams.records import require
 
     out: dict[str, str] = {}
     for loc in read_records(path):

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from swerl_cli.errors import InputError
+from swerl_cli.core.errors import InputError
 from swerl_cli.grading.grade import GradeConfig, grade_patch
-from swerl_cli.records import Task
+from swerl_cli.streams.records import Task
 
 OK = frozenset({"PASSED", "XFAIL"})
 REASONS = ("survived", "import", "timeout", "error")

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.errors import UsageError
+from swerl_cli.core.errors import UsageError
 from swerl_cli.grading.grade import GradeConfig
-from swerl_cli.mining import image_slug
-from swerl_cli.records import Task
-from swerl_cli.synth import plan, probe, repo
-from swerl_cli.synth.mutators import MUTATORS, Mutation, mutations
-from swerl_cli.synth.statement import problem_statement
+from swerl_cli.streams.records import Task
+from swerl_cli.tasks.mining import image_slug
+from swerl_cli.tasks.synth import plan, probe, repo
+from swerl_cli.tasks.synth.mutators import MUTATORS, Mutation, mutations
+from swerl_cli.tasks.synth.statement import problem_statement
 
 PYTEST = (
     "python3 -m pytest -rA --tb=short -p no:cacheprovider --color=no"
