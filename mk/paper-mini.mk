@@ -2,11 +2,13 @@
 # Makefile. Every stage goes through the real CLI and the RL loop's own targets (mk/rl.mk, POLICY=vllm-server: one
 # vLLM server for the whole run, new weights loaded into it in place and probe-checked):
 #
-#   1. base-eval   the base model on the held-out split          -> RUN/base/iter-0/{eval-graded.jsonl,eval.json}
-#   2. rft-demos   BOOTSTRAP: gold patches acted out by the agent loop (`swerl collect --policy gold`) on PM_DEMO_N
-#                  train tasks, graded, resolved kept                   -> RUN/rft/demos.jsonl
-#   3. rft         `swerl rft --rerender` on them (the model's chat template; gold records carry no token ids)
+#   1. rft-demos   BOOTSTRAP: gold patches acted out as readable steps by the agent loop (`swerl collect --policy
+#                  gold-steps`: open the changed line, edit it, run the failing test, submit) on PM_DEMO_N train
+#                  tasks, graded, resolved kept                        -> RUN/rft/demos.jsonl
+#   2. rft         `swerl rft --rerender` on them (the model's chat template; gold records carry no token ids)
 #                                                                  -> RUN/rft/ckpt, RUN/rft/rft.json
+#   3. base-eval   the base model on the held-out split          -> RUN/base/iter-0/{eval-graded.jsonl,eval.json}
+#                  (after rft, so no vLLM server competes with the trainer for the CPU)
 #   4. per DAPO iteration k (make rl-iter with MODEL=RUN/rft/ckpt): eval of checkpoint k (k=0: RFT), rollouts,
 #      the DAPO update (turn penalty, clip-higher, dynamic sampling), eval of checkpoint k+1 -> RUN/iter-k/...
 #      From iteration PM_STAGE2_FROM on, the stage-2 rule: the pool is the train tasks solved in (0, 2/3) over the
@@ -28,7 +30,9 @@ PM_HELDOUT_SRC ?= $(wildcard $(PM_SRC)/heldout.jsonl)
 PM_HELDOUT_N ?= 8
 PM_TRAIN_N ?= 16
 PM_DEMO_N ?= 16
-PM_PROMPTS ?= examples/toy-prompts.yaml
+# The small-model scaffold: a short prompt with one worked example, a 9-line editor window (examples/paper-mini/).
+PM_COLLECT_CONFIG ?= examples/paper-mini/collect.yaml
+PM_DEMO_POLICY ?= gold-steps
 PM_ITERS ?= 2
 PM_K ?= 4
 PM_G ?= 4
@@ -49,14 +53,14 @@ PM_PORT ?= 8012
 PM_COLLECT_ARGS ?=
 
 PM_STAGE = bash scripts/paper-mini-stage.sh $(PM_RUNS)
-PM_SCAFFOLD = --prompt-config $(PM_PROMPTS) --max-turns $(PM_MAX_TURNS) --max-context-tokens $(PM_CONTEXT) \
+PM_SCAFFOLD = -c $(PM_COLLECT_CONFIG) --max-turns $(PM_MAX_TURNS) --max-context-tokens $(PM_CONTEXT) \
 	--max-new-tokens $(PM_MAX_NEW_TOKENS) $(PM_COLLECT_ARGS)
 # The RL loop's targets, run as a sub-make (written as plain `make` so that `make -n paper-mini` prints them).
 PM_RL = make --no-print-directory RUNS=$(PM_RUNS) POLICY=vllm-server MODEL=$(PM_RUNS)/rft/ckpt \
 	TASKS=$(PM_RUNS)/train.jsonl EVAL_TASKS=$(PM_RUNS)/heldout.jsonl G=$(PM_G) EVAL_SAMPLES=$(PM_K) \
 	MAX_TURNS=$(PM_MAX_TURNS) MAX_NEW_TOKENS=$(PM_MAX_NEW_TOKENS) CONTEXT=$(PM_CONTEXT) \
 	CONCURRENCY=$(PM_CONCURRENCY) L_THR=$(PM_L_THR) BATCH=$(PM_BATCH) LR=$(PM_DAPO_LR) SEED=$(PM_SEED) \
-	VLLM_PORT=$(PM_PORT) VLLM_STATE=$(PM_RUNS)/vllm COLLECT_ARGS='--prompt-config $(PM_PROMPTS) $(PM_COLLECT_ARGS)'
+	VLLM_PORT=$(PM_PORT) VLLM_STATE=$(PM_RUNS)/vllm COLLECT_ARGS='-c $(PM_COLLECT_CONFIG) $(PM_COLLECT_ARGS)'
 PM_STAGE1 = STAGE=1 T_MAX=$(PM_MAX_TURNS) EPS_HIGH=$(PM_EPS_HIGH)
 PM_MAX_TURNS2 = $(shell echo $$(( 2 * $(PM_MAX_TURNS) )))
 PM_STAGE2 = STAGE=2 T_MAX=$(PM_MAX_TURNS2) MAX_TURNS=$(PM_MAX_TURNS2) EPS_HIGH=0.26 \
@@ -72,12 +76,12 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	  && mv $(PM_RUNS)/.h.tmp $(PM_RUNS)/heldout.jsonl; }
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_TRAIN_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories: each train task'"'"'s gold patch acted out through the agent loop (swerl collect --policy gold) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "prompts": "$(PM_PROMPTS)", "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED)}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED)}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
-	$(PM_STAGE) base-eval $(PM_RUNS)/base/iter-0/eval.json -- \
-	  $(PM_RL) $(PM_STAGE1) RUNS=$(PM_RUNS)/base MODEL=$(PM_MODEL) K=0 rl-eval-start; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
+	$(PM_STAGE) base-eval $(PM_RUNS)/base/iter-0/eval.json -- \
+	  $(PM_RL) $(PM_STAGE1) RUNS=$(PM_RUNS)/base MODEL=$(PM_MODEL) K=0 rl-eval-start; \
 	for k in $$(seq 0 $$(( $(PM_ITERS) - 1 ))); do \
 	  if [ $$k -ge $(PM_STAGE2_FROM) ]; then s='$(PM_STAGE2)'; \
 	    test -s $(PM_RUNS)/stage2-pool.jsonl || $(PM_RL) rl-stage2-pool; else s='$(PM_STAGE1)'; fi; \
@@ -88,10 +92,11 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	done
 	@$(MAKE) --no-print-directory paper-mini-table paper-mini-report PM_RUNS=$(PM_RUNS)
 
-# The bootstrap's demonstrations: gold patches acted out by the agent loop in the small-model scaffold, graded.
+# The bootstrap's demonstrations: gold patches acted out as readable steps by the agent loop in the small-model
+# scaffold (policy/gold_steps.py), graded; only resolved ones are kept.
 paper-mini-demos:
 	@set -eo pipefail; mkdir -p $(PM_RUNS)/rft; cat $(PM_TRAIN_SRC) | shuf -n $(PM_DEMO_N) --random-source=<(yes $(PM_SEED)-demos) \
-	  | $(SWERL) collect --policy gold --run bootstrap-gold-demos $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
+	  | $(SWERL) collect --policy $(PM_DEMO_POLICY) --run bootstrap-gold-demos $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
 	  | $(SWERL) grade --workers $(PM_CONCURRENCY) | $(SWERL) filter --resolved - > $(PM_RUNS)/rft/.demos.jsonl.tmp
 	@mv $(PM_RUNS)/rft/.demos.jsonl.tmp $(PM_RUNS)/rft/demos.jsonl
 
@@ -110,10 +115,11 @@ paper-mini-rft:
 paper-mini-table:  ## the paper-style table of a paper-mini run (PM_RUNS=runs/paper-mini): RUN/table.md, RUN/table.json
 	@$(PY) scripts/paper_mini_table.py $(PM_RUNS)
 
-# The base model's eval is RUN/base/iter-0 and the RFT checkpoint's RUN/iter-0: the page lists both as iter-0, base first.
+# The base model's eval is RUN/base/iter-0 and the RFT checkpoint's RUN/iter-0: with two run directories the page
+# labels each iteration by its directory ("base/iter-0", "<run>/iter-0").
 paper-mini-report:  ## swerl report of a paper-mini run: RUN/report.html (base eval, then RFT and each DAPO checkpoint)
 	@$(SWERL) report $(PM_RUNS)/base $(PM_RUNS) -o $(PM_RUNS)/report.html \
-	  --title "paper-mini $(PM_RUNS): base eval, then RFT (bootstrapped on gold demonstrations) = iter-0 and DAPO iterations"
+	  --title "paper-mini $(PM_RUNS): base/iter-0 = the base model, iter-0 = RFT (BOOTSTRAPPED on gold demonstrations), iter-k = DAPO-k"
 
 paper-mini-stop:  ## stop paper-mini's vLLM server (make paper-mini stops it when it ends)
 	@bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm

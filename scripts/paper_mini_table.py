@@ -76,6 +76,36 @@ def _row(name: str, d: Path) -> dict | None:
     }
 
 
+def _updates(run: Path, iters: list[int]) -> list[dict]:
+    """Per DAPO iteration k: the rollouts' resolved share (train split) and what the update kept and did."""
+    out = []
+    for k in iters:
+        d = run / f"iter-{k}"
+        summary = _load(d / "dapo.json")
+        if summary is None:
+            continue
+        resolved = n = 0
+        if (d / "graded.jsonl").is_file():
+            for line in (d / "graded.jsonl").read_text().splitlines():
+                if line.strip():
+                    n += 1
+                    resolved += bool((json.loads(line).get("grade") or {}).get("resolved"))
+        counts = summary.get("counts") or {}
+        out.append(
+            {
+                "iteration": k,
+                "rollouts": n,
+                "rollouts_resolved": resolved,
+                "groups": counts.get("groups"),
+                "groups_dropped": counts.get("groups_dropped"),
+                "samples_kept": counts.get("samples_kept"),
+                "steps": summary.get("steps"),
+                "tokens": summary.get("tokens"),
+            }
+        )
+    return out
+
+
 def _z(a: dict, b: dict) -> float | None:
     se = math.sqrt((a["sem"] or 0.0) ** 2 + (b["sem"] or 0.0) ** 2)
     diff = b["pass1"] - a["pass1"]
@@ -117,6 +147,7 @@ def collect(run: Path) -> dict:
         "rft_summary": rft,
         "rows": rows,
         "target": target,
+        "updates": _updates(run, iters),
         "stages": stages,
         "wall_s_total": sum(t["wall_s"] for t in stages),
     }
@@ -158,6 +189,21 @@ def markdown(t: dict) -> str:
         "",
         f"Target (RFT > base and last DAPO > RFT, each by >= 2 SE): {'reached' if tg['reached'] else 'NOT reached'}"
         f" (RFT vs base {zb} SE, last DAPO vs RFT {zd} SE).",
+    ]
+    if t["updates"]:
+        out += [
+            "",
+            "| DAPO update | rollouts resolved (train) | groups kept / all | samples kept | optimizer steps | tokens |",
+            "|---|---|---|---|---|---|",
+        ]
+        for u in t["updates"]:
+            kept = None if u["groups"] is None else u["groups"] - (u["groups_dropped"] or 0)
+            out.append(
+                f"| {u['iteration']} -> {u['iteration'] + 1} | {u['rollouts_resolved']} / {u['rollouts']} | "
+                f"{'-' if kept is None else kept} / {'-' if u['groups'] is None else u['groups']} | "
+                f"{'-' if u['samples_kept'] is None else u['samples_kept']} | {u['steps']} | {u['tokens']} |"
+            )
+    out += [
         "",
         "| stage | wall s |",
         "|---|---|",

@@ -1,10 +1,12 @@
 """`make paper-mini` (mk/paper-mini.mk): its dry run names every stage through the real CLI and the RL loop's
-targets without writing anything, and the table script reads a run directory in its layout (graded records made
-here, eval.json by the real `swerl eval --json`)."""
+targets without writing anything; the bootstrap's readable demonstrations (policy gold-steps) turn a gold patch into
+editor commands that, run through the real editor script, fix the repository; the table script reads a run directory
+in its layout (graded records made here, eval.json by the real `swerl eval --json`)."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -32,10 +34,88 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     assert f"POLICY=vllm-server MODEL={run}/rft/ckpt" in out
     assert "rl-stage2-pool" in out
     assert "STAGE=2 T_MAX=12 MAX_TURNS=12 EPS_HIGH=0.26" in out
-    assert "--prompt-config examples/toy-prompts.yaml" in out
+    assert "-c examples/paper-mini/collect.yaml" in out  # the small-model scaffold, in demos and every eval
+    demos = subprocess.run(
+        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini-demos", f"PM_RUNS={run}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "collect --policy gold-steps --run bootstrap-gold-demos -c examples/paper-mini/collect.yaml" in demos.stdout
     assert "paper_mini_table.py" in out
     assert f"report {run}/base {run} -o {run}/report.html" in out
     assert not run.exists()
+
+
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef half(x):\n    return x // 2\n"
+FIXED = (
+    "def add(a, b):\n    return a + b\n\n\ndef half(x):\n    if x < 0:\n        return -(-x // 2)\n    return x // 2\n"
+)
+TESTS = (
+    "from m import add, half\n\n\ndef test_add():\n    assert add(2, 1) == 3\n\n\n"
+    "def test_half():\n    assert half(-3) == -1\n"
+)
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env).stdout
+
+
+def test_gold_steps_demo_is_readable_and_fixes_the_repo_through_the_editor(tmp_path: Path):
+    """A two-block gold patch (one changed line, one inserted guard) becomes open/edit turns, bottom-up, then the
+    failing test and submit; the commands, run through the real editor script, leave the fixed file."""
+    from swerl_cli.policy import policy_class
+    from swerl_cli.policy.gold_steps import steps
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "m.py").write_text(FIXED)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "fixed")
+    (repo / "m.py").write_text(BUGGY)
+    patch = _git(repo, "diff", "-R")  # the gold patch takes the buggy file to the fixed one
+    task = {"patch": patch, "FAIL_TO_PASS": ["tests/test_m.py::test_half", "tests/test_m.py::test_add"]}
+    plan = steps(task)
+    assert plan is not None
+    assert [c for _, c in plan] == [
+        "open m.py 6",
+        "edit --file m.py 6:5 '    if x < 0:\n        return -(-x // 2)'",
+        "open m.py 2",
+        "edit --file m.py 2:2 '    return a + b'",
+        "python3 -m pytest -q tests/test_m.py::test_half",
+        "submit",
+    ]
+    assert all("base64" not in c and "git apply" not in c for _, c in plan)
+    assert policy_class("gold-steps").__name__ == "GoldStepsPolicy"
+    (repo / "tests" / "test_m.py").write_text(TESTS)
+    (repo / "conftest.py").write_text("")
+    tools = ROOT / "src" / "swerl_cli" / "agent" / "tools_bin" / "swerl_tools.py"
+    shell = f'open() {{ {sys.executable} {tools} open "$@"; }}; edit() {{ {sys.executable} {tools} edit "$@"; }}; '
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "SWERL_STATE": str(tmp_path / "state"),
+        "SWERL_WINDOW": "5",
+    }
+    (tmp_path / "state").write_text("1\n")
+    outs = []
+    for _, command in plan[:-1]:
+        proc = subprocess.run(["bash", "-c", shell + command], cwd=repo, capture_output=True, text=True, env=env)
+        outs.append(proc.stdout)
+        assert proc.returncode == 0, (command, proc.stdout, proc.stderr)
+    assert (repo / "m.py").read_text() == FIXED
+    assert "2:    return a - b" in outs[2]  # the window shows the line the next turn edits
+    assert "1 passed" in outs[-1]
+
+
+def test_gold_steps_quotes_and_falls_back_to_the_plain_apply():
+    from swerl_cli.policy.gold_steps import patch_blocks, quote
+
+    assert quote("x = 'a'") == "\"x = 'a'\""
+    assert quote("""s = '$x' + "y\"""") == shlex.quote("""s = '$x' + "y\"""")
+    new_file = "diff --git a/n.py b/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    assert patch_blocks(new_file) is None
 
 
 def _eval(d: Path, outcomes: list[list[bool]], fmt: int, submit: bool) -> None:
@@ -64,6 +144,10 @@ def test_table_reads_the_run_dir(tmp_path: Path):
     _eval(run / "base" / "iter-0", none, fmt=4, submit=False)
     _eval(run / "iter-0", half, fmt=1, submit=True)
     _eval(run / "iter-1", most, fmt=0, submit=True)
+    rollouts = [json.dumps(graded(f"t{i // 4}", i % 4, i in (0, 5), run="iter-0")) for i in range(8)]
+    (run / "iter-0" / "graded.jsonl").write_text("\n".join(rollouts) + "\n")
+    counts = {"groups": 2, "groups_dropped": 1, "samples_kept": 4}
+    (run / "iter-0" / "dapo.json").write_text(json.dumps({"steps": 1, "tokens": 1234, "counts": counts}))
     (run / "rft").mkdir()
     (run / "rft" / "demos.jsonl").write_text("{}\n{}\n{}\n")
     (run / "paper-mini.json").write_text(json.dumps({"bootstrap": "gold demos"}))
@@ -102,6 +186,7 @@ def test_table_reads_the_run_dir(tmp_path: Path):
     assert "BOOTSTRAPPED: gold demos (3 demonstrations)." in md
     assert "| RFT | 0.500 ± 0.129 (16) | pass@2 1.000 |" in md
     assert "Target (RFT > base and last DAPO > RFT, each by >= 2 SE): reached" in md
+    assert "| 0 -> 1 | 2 / 8 | 1 / 2 | 4 | 1 | 1234 |" in md  # what the DAPO update had to learn from
 
 
 def test_table_target_not_reached_and_a_missing_run(tmp_path: Path):

@@ -66,6 +66,18 @@ def test_run_directory_iterations_heat_map_and_steps(tmp_path: Path):
     assert len(data.systems) == 1
 
 
+def test_several_run_directories_label_iterations_by_directory(tmp_path: Path):
+    """make paper-mini reports RUN/base (the base model's eval) beside RUN: both have an iter-0, which must differ."""
+    base = make_run(tmp_path / "base", [[1, 4]])
+    run = make_run(tmp_path / "pm", [[1, 4], [2, 4]])
+    data = build_report([str(base), str(run)])
+    assert [it["label"] for it in data.iterations] == ["base/iter-0", "pm/iter-0", "pm/iter-1"]
+    twins = [make_run(tmp_path / s / "runs", [[1, 4]]) for s in ("a", "b")]  # same directory name: the path as given
+    labels = [it["label"] for it in build_report([f"{t}/" for t in twins]).iterations]
+    assert labels == [f"{t}/iter-0" for t in twins]
+    assert [it["label"] for it in build_report([str(run)]).iterations] == ["iter-0", "iter-1"]  # one run: unchanged
+
+
 def test_penalised_reward_equals_what_dapo_trains_on(tmp_path: Path):
     recs = [graded("T0", i, resolved=i % 2 == 0, turns=1 + i) for i in range(4)]
     recs += [graded("T1", i, turns=4 - i, status="error" if i == 3 else None) for i in range(4)]

@@ -34,7 +34,7 @@ def _collect(
     input: INPUT = "-",
     output: APPEND_OUTPUT = None,
     config: CONFIG = None,
-    policy: Annotated[str | None, Opt(help="Policy backend: openai, hf, vllm, gold, replay.")] = None,
+    policy: Annotated[str | None, Opt(help="Policy backend: openai, hf, vllm, gold, gold-steps, replay.")] = None,
     model: Annotated[str | None, Opt(help="Model name (openai) or checkpoint directory (hf, vllm).")] = None,
     base_url: Annotated[list[str] | None, Opt(help="OpenAI-compatible base URL (…/v1); repeat to spread load.")] = None,
     replay: Annotated[str | None, Opt(help="Trajectory file whose actions the replay policy re-plays.")] = None,

@@ -16,6 +16,7 @@ BACKENDS: dict[str, str] = {
     "hf": "swerl_cli.policy.hf:HFPolicy",
     "vllm": "swerl_cli.policy.vllm:VLLMPolicy",
     "gold": "swerl_cli.policy.gold:GoldPolicy",
+    "gold-steps": "swerl_cli.policy.gold_steps:GoldStepsPolicy",
     "replay": "swerl_cli.policy.replay:ReplayPolicy",
 }
 

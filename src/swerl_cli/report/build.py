@@ -58,15 +58,23 @@ class ReportData:
 
 
 def discover(inputs: list[str]) -> list[Source]:
-    """Run directories expand to their iter-k/ folders (by k); files are one iteration each."""
+    """Run directories expand to their iter-k/ folders (by k); files are one iteration each.
+
+    With several run directories, each iteration's label names its directory ("base/iter-0", "run/iter-0"), so
+    two runs' iter-0 stay apart (make paper-mini reports the base eval's directory beside the run's).
+    """
     if not inputs:
         raise InputError(None, None, None, "give an RL run directory (iter-k/ folders) or graded JSONL files")
+    dirs = [item for item in inputs if Path(item).is_dir()]
+    names = [Path(d).resolve().name for d in dirs]
+    unique = len(set(names)) == len(names)
     out: list[Source] = []
     for item in inputs:
         p = Path(item)
         if p.is_dir():
+            prefix = "" if len(dirs) < 2 else f"{p.resolve().name if unique else item.rstrip('/')}/"
             iters = sorted((int(m.group(1)), d) for d in p.iterdir() if d.is_dir() and (m := _ITER.match(d.name)))
-            found = [_iteration(d, k) for k, d in iters]
+            found = [_iteration(d, k, prefix) for k, d in iters]
             found = [s for s in found if s.graded or s.eval]
             if not found:
                 raise InputError(item, None, None, "no iter-k/graded.jsonl or iter-k/eval-graded.jsonl below it")
@@ -78,12 +86,16 @@ def discover(inputs: list[str]) -> list[Source]:
     return out
 
 
-def _iteration(d: Path, k: int) -> Source:
+def _iteration(d: Path, k: int, prefix: str = "") -> Source:
     def have(name: str) -> str | None:
         return str(d / name) if (d / name).is_file() and (d / name).stat().st_size > 0 else None
 
     return Source(
-        f"iter-{k}", have("graded.jsonl"), have("eval-graded.jsonl"), have("dapo.json"), have("metrics.jsonl")
+        f"{prefix}iter-{k}",
+        have("graded.jsonl"),
+        have("eval-graded.jsonl"),
+        have("dapo.json"),
+        have("metrics.jsonl"),
     )
 
 
