@@ -21,6 +21,7 @@ from swerl_cli.cli._common import (
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
 from swerl_cli.streams.jsonl import read_many
 from swerl_cli.streams.outputs import open_output
+from swerl_cli.tasks.importers import dataset_names
 
 app = typer.Typer(
     help="Import SWE-bench-style rows as task records, pull or build task images, validate tasks.",
@@ -31,6 +32,11 @@ tasks_pull.register(app)
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="tasks")
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    """`a, b or c`."""
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 ALLOW_SOURCE = Annotated[
@@ -53,9 +59,7 @@ ALLOW_SOURCE = Annotated[
 def _import(
     inputs: Annotated[list[str], typer.Argument(help="Row files: .jsonl(.gz), .json (array or object), .parquet.")],
     output: OUTPUT = None,
-    dataset: Annotated[
-        str, typer.Option(help="auto, swe-bench, swe-rebench, swe-gym or swe-smith (auto: by each row's fields).")
-    ] = "auto",
+    dataset: Annotated[str, typer.Option(help=f"{_choices(dataset_names())} (auto: by each row's fields).")] = "auto",
     namespace: Annotated[
         str | None, typer.Option(help="Registry namespace of the image rule [default: the dataset's].")
     ] = None,

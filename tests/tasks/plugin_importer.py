@@ -1,0 +1,43 @@
+"""A dataset importer defined outside swerl: the "where to add an importer" proof (tests/tasks/test_importers.py
+registers it). Its rows: `{"toy_id", "commit", "fix", "tests": [...], "issue"}`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swerl_cli.tasks.importers import Importer, ImporterConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ToyConfig(ImporterConfig):
+    """The shared options plus one of its own."""
+
+    runner: str = "python -m pytest -rA"
+
+
+class ToyImporter(Importer):
+    """Rows of the toy format, claimed by their `toy_id` before any built-in format looks at them."""
+
+    name = "toy-bench"
+    Config = ToyConfig
+
+    @classmethod
+    def matches(cls, row: dict[str, Any]) -> bool:
+        return "toy_id" in row
+
+    def prepare(self, row: dict[str, Any]) -> None:
+        row["instance_id"] = row.pop("toy_id")
+        row["base_commit"] = row.pop("commit")
+        row["patch"] = row.pop("fix")
+        row["problem_statement"] = row.pop("issue", "")
+        row["FAIL_TO_PASS"] = row.pop("tests")
+        row["PASS_TO_PASS"] = []
+
+    def image_for(self, row: dict[str, Any], iid: str) -> Any:
+        return f"{self.config.namespace or 'toy'}/{iid.lower()}:latest"
+
+    def test_command(self, row: dict[str, Any], files: list[str], install: dict[str, Any]) -> tuple[str, str]:
+        assert isinstance(self.config, ToyConfig)
+        tests = sorted({t.split("::")[0] for t in row["FAIL_TO_PASS"]})
+        return f"{self.config.runner} {' '.join(tests)}", "parse_log_pytest"
