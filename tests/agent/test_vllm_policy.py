@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from swerl_cli.collect import CollectConfig
+from swerl_cli.collect import CollectConfig, build_policy
 from swerl_cli.policy.base import ContextLimitError, EpisodeInfo, Sampling
 from swerl_cli.policy.engine_size import KV_ENV, kv_bytes_per_token, kv_cache_gib, server_settings
 from swerl_cli.policy.hf import load_tokenizer, render_ids
@@ -159,12 +159,15 @@ def test_engine_is_sized_from_the_run_in_the_trainers_dtype(tmp_path, monkeypatc
     and a KV cache of concurrency x context tokens, rounded up to GiB with headroom, set before the engine starts."""
     fake_vllm.install(monkeypatch)
     (tmp_path / "config.json").write_text(json.dumps(SMOLLM2))
+    for name in ("pytorch_model.bin", "tokenizer_config.json"):  # a model directory as far as model_dir.py checks
+        (tmp_path / name).write_text("{}")
     assert kv_bytes_per_token(SMOLLM2, "float32") == 30 * 3 * 64 * 2 * 4
     # 46,080 B x 8192 x 4 = 1.41 GiB, x 1.25 headroom -> 2 GiB; bf16 halves it; one sequence needs 1 GiB
     assert kv_cache_gib(str(tmp_path), 8192, 4, "float32") == 2
     assert kv_cache_gib(str(tmp_path), 8192, 4, "bfloat16") == 1
     assert kv_cache_gib(str(tmp_path), 8192, 16, "float32") == 8
-    policy = VLLMPolicy.from_config(CollectConfig(policy="vllm", model=str(tmp_path), concurrency=4))
+    policy = build_policy(CollectConfig(policy="vllm", model=str(tmp_path), concurrency=4))
+    assert isinstance(policy, VLLMPolicy)
     assert policy.engine_kwargs == {"tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "float32",
                                     "max_model_len": 8192}  # fmt: skip
     monkeypatch.setenv(KV_ENV, "x")
@@ -172,8 +175,8 @@ def test_engine_is_sized_from_the_run_in_the_trainers_dtype(tmp_path, monkeypatc
     policy.size_kv_cache()
     assert os.environ[KV_ENV] == "2"
     assert policy.describe()["kv_cache_gib"] == 2
-    asked = VLLMPolicy.from_config(CollectConfig(policy="vllm", model=str(tmp_path), dtype="bf16",
-                                                 max_context_tokens=4096))  # fmt: skip
+    asked = build_policy(CollectConfig(policy="vllm", model=str(tmp_path), dtype="bf16", max_context_tokens=4096))
+    assert isinstance(asked, VLLMPolicy)
     assert (asked.engine_kwargs["dtype"], asked.engine_kwargs["max_model_len"]) == ("bfloat16", 4096)
     # The server script gets the same sizing: flags it lacks, and the GiB.
     assert server_settings(str(tmp_path), 4, 65536, []) == (["--dtype", "float32", "--max-model-len", "8192"], 2)

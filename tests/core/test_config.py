@@ -72,7 +72,8 @@ def test_load_yaml_reports_line_of_syntax_error(tmp_path):
 
 def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):
     from swerl_cli.collect import CollectConfig
-    from swerl_cli.policy import policy_class
+    from swerl_cli.collect.policy import policy_options
+    from swerl_cli.policy.vllm import VLLMOptions, VLLMPolicy
 
     p = tmp_path / "stage2.yaml"
     p.write_text(
@@ -80,9 +81,9 @@ def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):
         "  hf_overrides: {rope_scaling: {rope_type: yarn, factor: 4.0}}\n"
     )
     cfg = resolve_config(CollectConfig, p, gpu_memory_utilization=0.8)
-    # the backend itself (build_policy would first check that /ckpt is a model directory); no engine starts yet
-    policy = policy_class(cfg.policy).from_config(cfg)
-    assert policy.engine_kwargs == {
+    # the backend's own options, read from collect's flags (build_policy would first check /ckpt as a model dir)
+    options = VLLMOptions.from_options(**policy_options(cfg))
+    assert VLLMPolicy.engine_args(options) == {
         "tensor_parallel_size": 8,
         "gpu_memory_utilization": 0.8,
         "dtype": "float32",  # the trainer's on a CPU-only machine (no CUDA here)

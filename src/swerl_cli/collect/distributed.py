@@ -2,47 +2,32 @@
 
 The driver plans jobs, keeps `concurrency` of them in flight and emits each record as it comes back; the worker
 runs `episode.run_job` (sandbox on its own node's Docker engine, agent loop, sandbox removed). Policies say how
-they travel (`distributed` on the class): `ship` sends the driver's object (gold, replay), `rebuild` builds one per
+they travel (`PolicyBackend.distributed`): `ship` sends the driver's object (gold, replay), `rebuild` builds one per
 episode from the config on the worker (openai: every worker talks to the `--base-url`s itself). In-process model
-backends (hf, vllm) cannot be spread over nodes and are refused.
+backends (hf, vllm) cannot be spread over nodes and are refused (`collect/policy.py:check_distributable`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import zlib
 from collections.abc import Callable
 from typing import Any
 
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import run_job
 from swerl_cli.collect.plan import Job
-from swerl_cli.core.errors import ConfigError, JobLostError
+from swerl_cli.collect.policy import check_distributable, episode_policy
+from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import stream_jobs
-from swerl_cli.policy import build_policy, policy_class
 from swerl_cli.policy.base import Policy
 
-
-def check_distributable(cfg: CollectConfig) -> str:
-    """How the configured policy reaches workers (`ship` or `rebuild`); a one-line ConfigError if it cannot."""
-    mode = getattr(policy_class(cfg.policy), "distributed", None)
-    if mode not in ("ship", "rebuild"):
-        raise ConfigError(
-            f"--policy {cfg.policy} runs the model inside this process and cannot run on a Ray cluster; serve the "
-            "model (e.g. vLLM's OpenAI server) and use --policy openai --base-url URL"
-        )
-    return mode
+__all__ = ["check_distributable", "episode_job", "run_jobs_on"]
 
 
 def episode_job(job: Job, cfg: CollectConfig, policy: Policy | None) -> dict[str, Any]:
     """Runs on a worker: one episode end to end (sandbox started and removed here); one trajectory record."""
     own = policy is None
-    if policy is None:
-        policy = build_policy(cfg)
-        if hasattr(policy, "spread"):  # several endpoints: episodes start their round robin at different ones
-            policy.spread(zlib.crc32(f"{job.task.instance_id}/{job.sample}".encode()))
-
-    active: Policy = policy
+    active: Policy = episode_policy(cfg, job.task.instance_id, job.sample) if policy is None else policy
 
     async def main() -> dict[str, Any]:
         try:

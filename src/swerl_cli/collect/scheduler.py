@@ -13,9 +13,9 @@ from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import close_when_started, play_job, start_job_sandbox
 from swerl_cli.collect.plan import Job, plan_jobs
+from swerl_cli.collect.policy import build_policy
 from swerl_cli.core.errors import SwerlError
 from swerl_cli.executor import this_node
-from swerl_cli.policy import build_policy
 from swerl_cli.policy.base import Policy
 from swerl_cli.streams.records import Located, Task
 

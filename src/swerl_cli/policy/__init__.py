@@ -1,15 +1,16 @@
-"""Policies behind one protocol; BACKENDS (short name -> import path) is the only registry.
+"""Policies behind one protocol; BACKENDS (short name -> "module:Class") is the only registry of backends.
 
-Each backend class builds itself from the collect config (`from_config(cfg)`), so adding a backend is one
-registry line plus its class: nothing else branches on backend names.
+Each backend is a `PolicyBackend` (base.py) with its own typed `Options`, built from the user's flags by name
+(`get_policy(name, **options)`), so adding one is its module plus one registry line (or `register_policy` from
+outside the package): nothing else branches on backend names.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from swerl_cli.core.errors import ConfigError
+from swerl_cli.policy.base import PolicyBackend, PolicyOptions
 
 BACKENDS: dict[str, str] = {
     "openai": "swerl_cli.policy.openai:OpenAIPolicy",
@@ -20,23 +21,28 @@ BACKENDS: dict[str, str] = {
     "replay": "swerl_cli.policy.replay:ReplayPolicy",
 }
 
+__all__ = ["BACKENDS", "PolicyBackend", "PolicyOptions", "get_policy", "policy_class", "register_policy"]
 
-def policy_class(name: str) -> Any:
+
+def register_policy(name: str, target: str) -> None:
+    """Add (or replace) the backend `name` as `"module:Class"` (a PolicyBackend subclass)."""
+    BACKENDS[name] = target
+
+
+def policy_class(name: str) -> type[PolicyBackend]:
     """Import the class registered under `name` (lazily, so heavy backends load only when chosen)."""
     if name not in BACKENDS:
         raise ConfigError(f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}")
     module, _, attr = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    cls: type[PolicyBackend] = getattr(importlib.import_module(module), attr)
+    return cls
 
 
-def build_policy(cfg: Any) -> Any:
-    """Instantiate the backend `cfg.policy` names from the config (heavy backends import their libraries lazily).
+def get_policy(name: str, **options: object) -> PolicyBackend:
+    """The backend `name`, configured by its own options read from `options` (the user's flags, by name).
 
-    A local `--model` of the hf and vllm backends is checked here, once, before any episode (model_dir.py: the
-    rule rft and dapo use): an empty or corrupt directory is one line and exit 3, not an error record per episode.
+    The backend checks what it can before any episode (hf and vllm: a local `--model` directory, by the rule rft
+    and dapo use; an optional package): a bad setting is one line and exit 3, not an error record per episode.
     """
-    if cfg.policy in ("hf", "vllm") and getattr(cfg, "model", None):
-        from swerl_cli.core.model_dir import check_model_dir
-
-        check_model_dir(cfg.model)
-    return policy_class(cfg.policy).from_config(cfg)
+    cls = policy_class(name)
+    return cls.create(cls.Options.from_options(**options))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.tokens import TokenState
@@ -125,8 +126,7 @@ class Policy(Protocol):
 
     `acomplete` is a coroutine so one process drives many episodes; local backends run their model in a thread.
     `describe()` returns the `policy` record fields it owns (backend, model, version, base_urls...).
-    A backend registered in `swerl_cli.policy.BACKENDS` also has `from_config(cfg)`, a classmethod building it from
-    the collect config (`build_policy` calls it).
+    The backends `--policy` names are `PolicyBackend` subclasses (below); tests may pass any object of this shape.
     """
 
     name: str
@@ -143,3 +143,43 @@ class Policy(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
     async def aclose(self) -> None: ...
+
+
+_O = TypeVar("_O", bound="PolicyOptions")
+_B = TypeVar("_B", bound="PolicyBackend")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOptions:
+    """A backend's own options: a frozen dataclass whose fields are named like the user's flags (`model`,
+    `base_url`, `policy_version`...), so `from_options` can read them from any command's settings."""
+
+    @classmethod
+    def from_options(cls: type[_O], **options: object) -> _O:
+        """The options of a run: each field is read from the option of its name; other options, and None values
+        (a flag not given), are ignored, so the field's default stays."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in options.items() if k in names and v is not None})
+
+
+class PolicyBackend(Policy):
+    """One kind of policy, registered by short name in `swerl_cli.policy.BACKENDS` (docs/policies.md).
+
+    It implements the `Policy` protocol (acomplete, describe, aclose). A backend owns its typed `Options` (a
+    `PolicyOptions` subclass) and builds itself from them with `create`, which checks what it can before any
+    episode (a model directory, an optional package). `distributed` says how it reaches the workers of
+    `collect --ray`: `ship` sends the driver's object, `rebuild` builds one per episode on the worker (then
+    `spread(key)` spreads episodes over its endpoints), None refuses (a model in this process).
+    """
+
+    name = ""
+    Options: ClassVar[type[PolicyOptions]] = PolicyOptions
+    distributed: ClassVar[str | None] = None
+
+    @classmethod
+    def create(cls: type[_B], options: Any) -> _B:
+        """The backend configured by `options` (an instance of `cls.Options`)."""
+        raise NotImplementedError
+
+    def spread(self, key: int) -> None:
+        """Start this episode's choice of endpoint at `key` (backends with several endpoints); nothing otherwise."""

@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import PolicyError
+from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
 
 PATCH_PATH = "/tmp/.swerl/gold.patch"
 
 
-class GoldPolicy:
+@dataclass(frozen=True, slots=True)
+class GoldOptions(PolicyOptions):
+    """The gold policy has no options."""
+
+
+class GoldPolicy(PolicyBackend):
     """Turn 0 writes the gold patch into the sandbox and applies it with `git apply`; turn 1 submits."""
 
     name = "gold"
+    Options = GoldOptions
     distributed = "ship"  # collect --ray: stateless: the driver's object is sent to every worker
 
     @classmethod
-    def from_config(cls, cfg: Any) -> GoldPolicy:
-        """Needs nothing from the config."""
+    def create(cls, options: GoldOptions) -> GoldPolicy:
+        """Needs nothing."""
         return cls()
 
     def describe(self) -> dict[str, Any]:

@@ -14,10 +14,13 @@ import os
 import re
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
+from swerl_cli.core.model_dir import check_model_dir
+from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import sampler_dtype
 from swerl_cli.policy.tokens import TurnPrompt, TurnPrompter
@@ -88,16 +91,29 @@ def prompt_fields(tp: TurnPrompt) -> dict[str, Any]:
     return {"prompt_token_ids": None, "delta_token_ids": tp.delta, "n_closing": tp.n_closing}
 
 
-class HFPolicy:
+@dataclass(frozen=True, slots=True)
+class HFOptions(PolicyOptions):
+    """`--model`, `--device`, `--dtype` (the sampler's; auto = the trainer's) and `--policy-version`."""
+
+    model: str | None = None
+    device: str = "cpu"
+    dtype: str = "auto"
+    policy_version: str | None = None
+
+
+class HFPolicy(PolicyBackend):
     """transformers `generate` on one local model; returns exact prompt ids, sampled ids and their logprobs."""
 
     name = "hf"
+    Options = HFOptions
 
     @classmethod
-    def from_config(cls, cfg: Any) -> HFPolicy:
-        """Built from the collect config."""
+    def create(cls, options: HFOptions) -> HFPolicy:
+        """A local `--model` is checked as a model directory first, then the packages are (the install line)."""
+        if options.model:
+            check_model_dir(options.model)
         require_modules("torch", "transformers")  # missing: the run stops before any episode, with the install line
-        return cls(cfg.model or "", device=cfg.device, version=cfg.policy_version, dtype=cfg.dtype)
+        return cls(options.model or "", device=options.device, version=options.policy_version, dtype=options.dtype)
 
     def __init__(self, model: str, *, device: str = "cpu", version: str | None = None, dtype: str = "auto"):
         if not model:

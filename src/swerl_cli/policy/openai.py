@@ -17,12 +17,14 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 
 from swerl_cli.core.errors import ConfigError, PolicyError
+from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.hf import parse_tool_calls, prompt_fields
 from swerl_cli.policy.tokens import TurnPrompter
@@ -33,24 +35,39 @@ SERVER_VERSION = "server"  # --policy-version server: read each turn's version f
 _CONTEXT_HINTS = ("maximum context length", "context length", "too long", "max_model_len", "context_length")
 
 
-class OpenAIPolicy:
+@dataclass(frozen=True, slots=True)
+class OpenAIOptions(PolicyOptions):
+    """The served model's name, the `--base-url`s, the key, the retry settings and `--policy-version`."""
+
+    model: str | None = None
+    base_url: Sequence[str] = ()
+    api_key: str | None = None
+    request_timeout_s: float = 600.0
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    vllm_extras: bool = True
+    policy_version: str | None = None
+
+
+class OpenAIPolicy(PolicyBackend):
     """Chat completions over HTTP; `vllm_extras` sends top_k/min_p/repetition_penalty and asks for token ids."""
 
     name = "openai"
-    distributed = "rebuild"  # collect --ray: each worker builds its own HTTP client from the config
+    Options = OpenAIOptions
+    distributed = "rebuild"  # collect --ray: each worker builds its own HTTP client from the options
 
     @classmethod
-    def from_config(cls, cfg: Any) -> OpenAIPolicy:
-        """Built from the collect config (the API key falls back to $OPENAI_API_KEY)."""
+    def create(cls, options: OpenAIOptions) -> OpenAIPolicy:
+        """The API key falls back to $OPENAI_API_KEY; the model name to `default`."""
         return cls(
-            cfg.model or "default",
-            list(cfg.base_url),
-            api_key=cfg.api_key or os.environ.get("OPENAI_API_KEY"),
-            request_timeout_s=cfg.request_timeout_s,
-            max_retries=cfg.max_retries,
-            backoff_s=cfg.backoff_s,
-            vllm_extras=cfg.vllm_extras,
-            version=cfg.policy_version,
+            options.model or "default",
+            list(options.base_url),
+            api_key=options.api_key or os.environ.get("OPENAI_API_KEY"),
+            request_timeout_s=options.request_timeout_s,
+            max_retries=options.max_retries,
+            backoff_s=options.backoff_s,
+            vllm_extras=options.vllm_extras,
+            version=options.policy_version,
         )
 
     def __init__(

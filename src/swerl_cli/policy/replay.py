@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError
+from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
 from swerl_cli.streams.jsonl import read_records
 from swerl_cli.streams.records import require
 
 
-class ReplayPolicy:
+@dataclass(frozen=True, slots=True)
+class ReplayOptions(PolicyOptions):
+    """`--replay FILE`: the trajectory records to re-play."""
+
+    replay: str | None = None
+
+
+class ReplayPolicy(PolicyBackend):
     """Answers turn k of (instance_id, sample) with the k-th assistant message of the matching trajectory."""
 
     name = "replay"
+    Options = ReplayOptions
     distributed = "ship"  # collect --ray: the recorded actions travel with the job, so workers need not see the file
 
     @classmethod
-    def from_config(cls, cfg: Any) -> ReplayPolicy:
-        """Built from `--replay FILE`."""
-        return cls(cfg.replay or "")
+    def create(cls, options: ReplayOptions) -> ReplayPolicy:
+        """Reads the file now: a missing or bad one stops the run before any episode."""
+        return cls(options.replay or "")
 
     def __init__(self, path: str):
         if not path:

@@ -12,42 +12,69 @@ import itertools
 import os
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
+from swerl_cli.core.model_dir import check_model_dir
+from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype
 from swerl_cli.policy.hf import load_tokenizer, local_prompter, parse_tool_calls, prompt_fields
 from swerl_cli.policy.tokens import TurnPrompter
 
 
-class VLLMPolicy:
+@dataclass(frozen=True, slots=True)
+class VLLMOptions(PolicyOptions):
+    """The checkpoint, the GPU flags, the sampler dtype, the episode budget and concurrency the engine is sized
+    for, and any other `AsyncEngineArgs` field (`vllm_engine_args`, YAML only)."""
+
+    model: str | None = None
+    policy_version: str | None = None
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_context_tokens: int = 65536
+    concurrency: int = 1
+    vllm_engine_args: Mapping[str, Any] | None = None
+
+
+class VLLMPolicy(PolicyBackend):
     """One vLLM `AsyncLLM` engine built from `AsyncEngineArgs(model=..., **engine_kwargs)` on first use."""
 
     name = "vllm"
+    Options = VLLMOptions
 
     @classmethod
-    def from_config(cls, cfg: Any) -> VLLMPolicy:
-        """Built from the collect config: the GPU flags, the sampler dtype (the trainer's unless --dtype says) and a
-        context no longer than the checkpoint's or the episode budget; then any `vllm_engine_args` from YAML."""
+    def create(cls, options: VLLMOptions) -> VLLMPolicy:
+        """A local `--model` is checked as a model directory first, then that vLLM is installed; no engine starts
+        before the first request."""
+        if options.model:
+            check_model_dir(options.model)
         require_modules("vllm")  # a missing vLLM stops the run before any episode, with its install command
-        model = cfg.model or ""
-        engine: dict[str, Any] = dict(
-            tensor_parallel_size=cfg.tensor_parallel_size,
-            gpu_memory_utilization=cfg.gpu_memory_utilization,
-            dtype=sampler_dtype(cfg.dtype),
-        )
-        limit = max_positions(model)
-        if limit:
-            engine["max_model_len"] = min(cfg.max_context_tokens, limit)
-        engine.update(cfg.vllm_engine_args or {})
         return cls(
-            model,
-            version=cfg.policy_version,
-            engine_kwargs=engine,
-            concurrency=cfg.concurrency,
-            max_context=cfg.max_context_tokens,
+            options.model or "",
+            version=options.policy_version,
+            engine_kwargs=cls.engine_args(options),
+            concurrency=options.concurrency,
+            max_context=options.max_context_tokens,
         )
+
+    @staticmethod
+    def engine_args(options: VLLMOptions) -> dict[str, Any]:
+        """The GPU flags, the sampler dtype (the trainer's unless --dtype says) and a context no longer than the
+        checkpoint's or the episode budget; then any `vllm_engine_args` from YAML."""
+        engine: dict[str, Any] = dict(
+            tensor_parallel_size=options.tensor_parallel_size,
+            gpu_memory_utilization=options.gpu_memory_utilization,
+            dtype=sampler_dtype(options.dtype),
+        )
+        limit = max_positions(options.model or "")
+        if limit:
+            engine["max_model_len"] = min(options.max_context_tokens, limit)
+        engine.update(options.vllm_engine_args or {})
+        return engine
 
     def __init__(
         self,

@@ -1,0 +1,41 @@
+"""The one place collect turns its config into a policy: `--policy NAME` picks the backend from the registry
+(`swerl_cli.policy.BACKENDS`), and the backend reads its own options from collect's flags by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Any
+
+from swerl_cli.collect.config import CollectConfig
+from swerl_cli.core.errors import ConfigError
+from swerl_cli.policy import PolicyBackend, get_policy, policy_class
+
+
+def policy_options(cfg: CollectConfig) -> dict[str, Any]:
+    """Every collect setting by its field name: each backend's `Options.from_options` takes the ones it has."""
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+
+
+def build_policy(cfg: CollectConfig) -> PolicyBackend:
+    """The backend `cfg.policy` names, configured from `cfg` and checked before any episode."""
+    return get_policy(cfg.policy, **policy_options(cfg))
+
+
+def episode_policy(cfg: CollectConfig, instance_id: str, sample: int) -> PolicyBackend:
+    """A policy built for one episode on a cluster worker; episodes start their round robin over several endpoints
+    at different ones."""
+    policy = build_policy(cfg)
+    policy.spread(zlib.crc32(f"{instance_id}/{sample}".encode()))
+    return policy
+
+
+def check_distributable(cfg: CollectConfig) -> str:
+    """How the configured policy reaches workers (`ship` or `rebuild`); a one-line ConfigError if it cannot."""
+    mode = policy_class(cfg.policy).distributed
+    if mode not in ("ship", "rebuild"):
+        raise ConfigError(
+            f"--policy {cfg.policy} runs the model inside this process and cannot run on a Ray cluster; serve the "
+            "model (e.g. vLLM's OpenAI server) and use --policy openai --base-url URL"
+        )
+    return mode

@@ -1,0 +1,48 @@
+"""A policy backend defined outside swerl (tests/agent/test_policy_registry.py registers it as `scripted` and
+collects with it): the two files "where to add a policy" touches are this module and one registration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swerl_cli.policy import PolicyBackend, PolicyOptions
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedOptions(PolicyOptions):
+    """Read from collect's flags by name: `--model` names the script's first command, `--policy-version` is kept."""
+
+    model: str | None = None
+    policy_version: str | None = None
+
+
+class ScriptedPolicy(PolicyBackend):
+    """Turn 0 runs the command `--model` names (default `git status --short`), turn 1 submits."""
+
+    name = "scripted"
+    Options = ScriptedOptions
+    distributed = "ship"
+
+    def __init__(self, command: str, version: str):
+        self.command, self.version = command, version
+
+    @classmethod
+    def create(cls, options: ScriptedOptions) -> ScriptedPolicy:
+        return cls(options.model or "git status --short", options.policy_version or "scripted-0")
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "model": self.command, "version": self.version}
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion:
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        command = self.command if turn == 0 else "submit"
+        return Completion(text=f"Step {turn}.\n```command\n{command}\n```", token_ids=[], logprobs=None)
