@@ -7,9 +7,7 @@ outside the package): nothing else branches on backend names.
 
 from __future__ import annotations
 
-import importlib
-
-from swerl_cli.core.errors import ConfigError
+from swerl_cli.core.plugins import load_registered
 from swerl_cli.policy.base import PolicyBackend, PolicyOptions
 
 BACKENDS: dict[str, str] = {
@@ -31,10 +29,9 @@ def register_policy(name: str, target: str) -> None:
 
 def policy_class(name: str) -> type[PolicyBackend]:
     """Import the class registered under `name` (lazily, so heavy backends load only when chosen)."""
-    if name not in BACKENDS:
-        raise ConfigError(f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}")
-    module, _, attr = BACKENDS[name].partition(":")
-    cls: type[PolicyBackend] = getattr(importlib.import_module(module), attr)
+    cls: type[PolicyBackend] = load_registered(
+        BACKENDS, name, f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}"
+    )
     return cls
 
 

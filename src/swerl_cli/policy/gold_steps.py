@@ -125,11 +125,6 @@ class GoldStepsPolicy(GoldPolicy):
 
     name = "gold-steps"
 
-    @classmethod
-    def from_config(cls, cfg: Any) -> GoldStepsPolicy:
-        """Needs nothing from the config."""
-        return cls()
-
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
         return {"backend": self.name, "model": "gold-steps", "version": "gold-steps"}
