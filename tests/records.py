@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +139,27 @@ def ids(out: bytes) -> list[str]:
         assert isinstance(obj, dict)
         result.append(obj["id"])
     return result
+
+
+@contextlib.contextmanager
+def registered(registry: Any, name: str, target: str) -> Iterator[None]:
+    """`name` registered as `target` ("module:Class") for the block: a backend defined in a test module (registry:
+    a `core.plugins.Registry`, such as `IMPORTERS` or `FORMATS`)."""
+    registry.register(name, target)
+    try:
+        yield
+    finally:
+        registry.pop(name, None)
+
+
+def invoke_on_rows(tmp_path: Path, command: list[str], rows: list[dict[str, Any]], *flags: str) -> tuple[Any, list]:
+    """`swerl COMMAND ROWS.jsonl -o OUT FLAGS` in this process (so what the test registered applies): the result
+    and the records written."""
+    from typer.testing import CliRunner
+
+    from swerl_cli.cli import app
+
+    out = tmp_path / "out.jsonl"
+    src = write_jsonl(tmp_path / "rows.jsonl", rows)
+    res = CliRunner().invoke(app, [*command, str(src), "-o", str(out), *flags])
+    return res, read_jsonl(out) if out.exists() else []

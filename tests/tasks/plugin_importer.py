@@ -11,16 +11,14 @@ from swerl_cli.tasks.importers import Importer, ImporterConfig
 
 @dataclass(frozen=True, slots=True)
 class ToyConfig(ImporterConfig):
-    """The shared options plus one of its own."""
-
-    runner: str = "python -m pytest -rA"
+    runner: str = "python -m pytest -rA"  # besides the shared options, one of its own
 
 
 class ToyImporter(Importer):
     """Rows of the toy format, claimed by their `toy_id` before any built-in format looks at them."""
 
-    name = "toy-bench"
     Config = ToyConfig
+    name = "toy-bench"
 
     @classmethod
     def matches(cls, row: dict[str, Any]) -> bool:

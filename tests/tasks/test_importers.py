@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import orjson
 import pytest
-from typer.testing import CliRunner
 
-from swerl_cli.cli import app
-from swerl_cli.tasks import importers
-from swerl_cli.tasks.importers import IMPORTERS, dataset_names, detect, register_importer
+from swerl_cli.tasks.importers import IMPORTERS, dataset_names, detect
+from tests.records import invoke_on_rows, registered
 
 TOY = {"toy_id": "Toy__Lib-7", "repo": "toy/lib", "commit": "d" * 40, "fix": "diff", "tests": ["t/test_a.py::x"]}
 SWEBENCH = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "a" * 40, "environment_setup_commit": "b" * 40}
 
 
 @pytest.fixture
-def toy(monkeypatch):
-    monkeypatch.setattr(importers, "IMPORTERS", dict(IMPORTERS))  # the test's registration ends with the test
-    register_importer("toy-bench", "tests.tasks.plugin_importer:ToyImporter")
+def toy():
+    with registered(IMPORTERS, "toy-bench", "tests.tasks.plugin_importer:ToyImporter"):
+        yield
 
 
 def _run(tmp_path, rows: list[dict], *flags: str):
-    src = tmp_path / "rows.jsonl"
-    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    out = tmp_path / "tasks.jsonl"
-    res = CliRunner().invoke(app, ["tasks", "import", str(src), "-o", str(out), *flags])
-    return res, [orjson.loads(line) for line in out.read_bytes().splitlines()] if out.exists() else []
+    return invoke_on_rows(tmp_path, ["tasks", "import"], rows, *flags)
 
 
 def test_registered_importer_is_detected_and_imported_through_the_cli(tmp_path, toy) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import OUTPUT, boundary, err_console
+from swerl_cli.convert.registry import FORMATS
 
 HELP = """Convert trajectories between swerl and other tools. --from FORMAT (SWE-agent .traj, mini-swe-agent
 .traj.json, OpenHands output.jsonl, SFT rows with messages + instance_id, SWE-bench predictions: preds.json,
@@ -33,7 +34,7 @@ def _convert(
             "--from",
             "--format",
             metavar="FORMAT",
-            help="auto, swe-agent, mini-swe-agent, openhands, sft, preds, swebench-report, swerl.",
+            help=f"{', '.join(('auto', *FORMATS, 'swerl'))}.",
         ),
     ] = "auto",
     target: Annotated[
@@ -53,7 +54,7 @@ def _convert(
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
 ) -> None:
-    from swerl_cli.convert import FORMATS, OUTPUTS, convert_paths, predictions, unique_records
+    from swerl_cli.convert import OUTPUTS, convert_paths, predictions, unique_records
     from swerl_cli.core.errors import EXIT_ROWS_FAILED, InputError, UsageError
     from swerl_cli.grading.jobs import load_tasks
     from swerl_cli.streams.jsonl import read_many, read_records

@@ -19,9 +19,12 @@ both name an instance they are merged, and a verdict that differs between them i
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swerl_cli.convert.base import Converter, ConverterConfig
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import GRADED, schema_tag, short_json
 
@@ -227,3 +230,40 @@ def _text(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessConfig(ConverterConfig):
+    """`--run` and `--model-name`: the run and model of the records when the files do not name them."""
+
+    run: str | None = None
+    model: str | None = None
+
+
+class SwebenchReport(Converter):
+    """The harness's run summary, report.json and run.json files of one run -> graded records, built across files."""
+
+    name = NAME
+    detect_rank = None  # its documents are taken whole (`add`), never converted one object at a time
+    whole_file = True
+    document_suffixes = (".json",)
+    Config = HarnessConfig
+
+    @classmethod
+    def matches(cls, obj: Any) -> bool:
+        return matches(obj)
+
+    def begin(self, paths: Iterable[str]) -> None:
+        assert isinstance(self.config, HarnessConfig)
+        self.harness = HarnessRun(self.config.run, self.config.model)
+        # a directory of harness logs also holds the run_instance.log of failed instances
+        self.harness.roots.update((Path(p), None) for p in paths if Path(p).is_dir())
+
+    def add(self, obj: Any, path: str, *, chosen: bool) -> bool:
+        if not (chosen or matches(obj)):
+            return False
+        self.harness.add(obj, path)  # merged with the run's other files at the end
+        return True
+
+    def finish(self) -> Iterator[dict[str, Any] | InputError]:
+        yield from self.harness.records()

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from swerl_cli.convert.base import Converter
 from swerl_cli.convert.common import message, text_of, tool_call, trajectory_record
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import dict_at
 
 NAME = "openhands"
-
-
-def matches(obj: Any) -> bool:
-    """An EvalOutput row: `instance_id` plus `history` or `test_result`."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("instance_id"), str):
-        return False
-    return "test_result" in obj or (isinstance(obj.get("history"), list) and "messages" not in obj)
 
 
 def _kind(ev: dict[str, Any]) -> str:
@@ -98,44 +92,57 @@ def _v0(events: list[Any], path: str, line: int | None) -> list[dict[str, Any]]:
     return messages
 
 
-def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, Any]:
-    """One EvalOutput row -> one trajectory record."""
-    if not matches(obj):
-        raise InputError(path, line, "instance_id", "missing: not an OpenHands EvalOutput row")
-    history = obj.get("history") or []
-    if not isinstance(history, list):
-        raise InputError(path, line, "history", "expected an array of events")
-    v1 = any(isinstance(e, dict) and "kind" in e for e in history)
-    messages = _v1(history, path, line) if v1 else _v0(history, path, line)
-    tr = dict_at(obj, "test_result")
-    err = obj.get("error")
-    exit_status = "submitted"
-    if err:
-        low = str(err).lower()
-        exit_status = "max_turns" if "iteration" in low else "context_limit" if "context" in low else "error"
-    metrics = dict_at(obj, "metrics")
-    usage = dict_at(metrics, "accumulated_token_usage")
-    meta = dict_at(obj, "metadata")
-    llm = meta.get("llm_config") or meta.get("llm") or {}
-    return trajectory_record(
-        instance_id=obj["instance_id"],
-        messages=messages,
-        patch=tr.get("git_patch"),
-        exit_raw=err,
-        exit_status=exit_status,
-        error=str(err) if err else None,
-        stats={
-            "tokens_prompt": usage.get("prompt_tokens"),
-            "tokens_generated": usage.get("completion_tokens"),
-            "cost_usd": metrics.get("accumulated_cost"),
-        },
-        model=llm.get("model") if isinstance(llm, dict) else None,
-        source={
-            "format": NAME,
-            "file": path,
-            "line": line,
-            "attempt": obj.get("attempt"),
-            "history": "v1" if v1 else "v0",
-        },
-        rewrite=rewrite,
-    )
+class OpenHands(Converter):
+    """OpenHands `output.jsonl` rows."""
+
+    name = NAME
+    detect_rank = 30
+
+    @classmethod
+    def matches(cls, obj: Any) -> bool:
+        """An EvalOutput row: `instance_id` plus `history` or `test_result`."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("instance_id"), str):
+            return False
+        return "test_result" in obj or (isinstance(obj.get("history"), list) and "messages" not in obj)
+
+    def convert(self, obj: Any, path: str, line: int | None) -> dict[str, Any]:
+        """One EvalOutput row -> one trajectory record."""
+        if not self.matches(obj):
+            raise InputError(path, line, "instance_id", "missing: not an OpenHands EvalOutput row")
+        history = obj.get("history") or []
+        if not isinstance(history, list):
+            raise InputError(path, line, "history", "expected an array of events")
+        v1 = any(isinstance(e, dict) and "kind" in e for e in history)
+        messages = _v1(history, path, line) if v1 else _v0(history, path, line)
+        tr = dict_at(obj, "test_result")
+        err = obj.get("error")
+        exit_status = "submitted"
+        if err:
+            low = str(err).lower()
+            exit_status = "max_turns" if "iteration" in low else "context_limit" if "context" in low else "error"
+        metrics = dict_at(obj, "metrics")
+        usage = dict_at(metrics, "accumulated_token_usage")
+        meta = dict_at(obj, "metadata")
+        llm = meta.get("llm_config") or meta.get("llm") or {}
+        return trajectory_record(
+            instance_id=obj["instance_id"],
+            messages=messages,
+            patch=tr.get("git_patch"),
+            exit_raw=err,
+            exit_status=exit_status,
+            error=str(err) if err else None,
+            stats={
+                "tokens_prompt": usage.get("prompt_tokens"),
+                "tokens_generated": usage.get("completion_tokens"),
+                "cost_usd": metrics.get("accumulated_cost"),
+            },
+            model=llm.get("model") if isinstance(llm, dict) else None,
+            source={
+                "format": self.name,
+                "file": path,
+                "line": line,
+                "attempt": obj.get("attempt"),
+                "history": "v1" if v1 else "v0",
+            },
+            rewrite=self.config.rewrite,
+        )

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from swerl_cli.convert.base import Converter
 from swerl_cli.convert.common import trajectory_record
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import short_json
 
 NAME = "preds"
-
-
-def matches(obj: Any) -> bool:
-    """One prediction row: an `instance_id` and a `model_patch` key (its value may be null)."""
-    return isinstance(obj, dict) and "model_patch" in obj and isinstance(obj.get("instance_id"), str)
 
 
 def is_map(obj: Any) -> bool:
@@ -39,27 +35,43 @@ def rows(obj: dict[str, Any], path: str) -> list[tuple[None, Any]]:
     return out
 
 
-def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, Any]:
-    """One prediction -> one trajectory record (no messages)."""
-    if not isinstance(obj, dict):
-        raise InputError(path, line, None, "expected a prediction object")
-    iid = obj.get("instance_id")
-    if not isinstance(iid, str) or not iid:
-        raise InputError(path, line, "instance_id", "missing" if iid is None else "expected a non-empty string")
-    patch = obj.get("model_patch")
-    if patch is not None and not isinstance(patch, str):
-        raise InputError(path, line, "model_patch", f"expected string or null, got {short_json(patch)}")
-    model = obj.get("model_name_or_path")
-    if model is not None and not isinstance(model, str):
-        raise InputError(path, line, "model_name_or_path", f"expected string, got {short_json(model)}")
-    return trajectory_record(
-        instance_id=iid,
-        messages=[],
-        patch=patch,
-        exit_raw=None,
-        exit_status="submitted",
-        stats={},
-        model=model,
-        source={"format": NAME, "file": path, "line": line},
-        rewrite=rewrite,
-    )
+class Predictions(Converter):
+    """SWE-bench predictions: rows, or one `preds.json` / `.pred` document."""
+
+    name = NAME
+    detect_rank = 50
+    document_suffixes = (".traj", ".json", ".pred")  # a lone prediction may be saved under any of these
+
+    @classmethod
+    def matches(cls, obj: Any) -> bool:
+        """One prediction row: an `instance_id` and a `model_patch` key (its value may be null)."""
+        return isinstance(obj, dict) and "model_patch" in obj and isinstance(obj.get("instance_id"), str)
+
+    def document_rows(self, obj: Any, path: str) -> list[tuple[int | None, Any]] | None:
+        """preds.json: `{instance_id: prediction}`."""
+        return list(rows(obj, path)) if is_map(obj) else None
+
+    def convert(self, obj: Any, path: str, line: int | None) -> dict[str, Any]:
+        """One prediction -> one trajectory record (no messages)."""
+        if not isinstance(obj, dict):
+            raise InputError(path, line, None, "expected a prediction object")
+        iid = obj.get("instance_id")
+        if not isinstance(iid, str) or not iid:
+            raise InputError(path, line, "instance_id", "missing" if iid is None else "expected a non-empty string")
+        patch = obj.get("model_patch")
+        if patch is not None and not isinstance(patch, str):
+            raise InputError(path, line, "model_patch", f"expected string or null, got {short_json(patch)}")
+        model = obj.get("model_name_or_path")
+        if model is not None and not isinstance(model, str):
+            raise InputError(path, line, "model_name_or_path", f"expected string, got {short_json(model)}")
+        return trajectory_record(
+            instance_id=iid,
+            messages=[],
+            patch=patch,
+            exit_raw=None,
+            exit_status="submitted",
+            stats={},
+            model=model,
+            source={"format": self.name, "file": path, "line": line},
+            rewrite=self.config.rewrite,
+        )

@@ -13,16 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from swerl_cli.convert.base import Converter
 from swerl_cli.convert.common import message, normalise_calls, text_of, trajectory_record
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import dict_at
 
 NAME = "swe-agent"
-
-
-def matches(obj: Any) -> bool:
-    """A JSON object with SWE-agent's `history` list and `info` object."""
-    return isinstance(obj, dict) and isinstance(obj.get("history"), list) and isinstance(obj.get("info"), dict)
 
 
 def _replay_config(obj: dict[str, Any]) -> dict[str, Any]:
@@ -41,48 +37,61 @@ def _model(cfg: dict[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def convert(obj: Any, path: str, line: int | None, rewrite: bool) -> dict[str, Any]:
-    """One `.traj` object -> one trajectory record."""
-    if not matches(obj):
-        raise InputError(path, line, "history", "missing: not a SWE-agent .traj (needs 'history' and 'info')")
-    messages: list[dict[str, Any]] = []
-    for i, h in enumerate(obj["history"]):
-        if not isinstance(h, dict) or h.get("role") not in ("system", "user", "assistant", "tool"):
-            raise InputError(path, line, f"history[{i}].role", "missing or not system/user/assistant/tool")
-        if h.get("is_demo"):
-            continue  # demonstrations are folded into the prompt by SWE-agent's templates; not the model's turns
-        role = h["role"]
-        if role == "assistant":
-            calls = normalise_calls(h.get("tool_calls"), f"call_{i}")
-            msg = message("assistant", h.get("content"), tool_calls=calls or None)
-            if not calls and isinstance(h.get("action"), str):
-                msg["_action"], msg["_thought"] = h["action"], text_of(h.get("thought"))
-            messages.append(msg)
-        elif role == "tool":
-            ids = h.get("tool_call_ids") or ([h["tool_call_id"]] if h.get("tool_call_id") else [])
-            if not ids:
-                raise InputError(path, line, f"history[{i}].tool_call_ids", "missing on a tool message")
-            messages.extend(message("tool", h.get("content"), tool_call_id=str(t)) for t in ids)
-        else:
-            messages.append(message(role, h.get("content")))
-    info = obj["info"]
-    ms = dict_at(info, "model_stats")
-    cfg = _replay_config(obj)
-    return trajectory_record(
-        instance_id=_instance_id(path, info, cfg),
-        messages=messages,
-        patch=info.get("submission"),
-        exit_raw=info.get("exit_status"),
-        stats={
-            "tokens_prompt": ms.get("tokens_sent"),
-            "tokens_generated": ms.get("tokens_received"),
-            "api_calls": ms.get("api_calls"),
-            "cost_usd": ms.get("instance_cost"),
-        },
-        model=_model(cfg),
-        source={"format": NAME, "file": path, "line": line},
-        rewrite=rewrite,
-    )
+class SweAgent(Converter):
+    """SWE-agent `.traj` files (one JSON object each)."""
+
+    name = NAME
+    whole_file = True
+    document_suffixes = (".traj",)
+    detect_rank = 10  # before mini-swe-agent: its files have `info` too
+
+    @classmethod
+    def matches(cls, obj: Any) -> bool:
+        """A JSON object with SWE-agent's `history` list and `info` object."""
+        return isinstance(obj, dict) and isinstance(obj.get("history"), list) and isinstance(obj.get("info"), dict)
+
+    def convert(self, obj: Any, path: str, line: int | None) -> dict[str, Any]:
+        """One `.traj` object -> one trajectory record."""
+        if not self.matches(obj):
+            raise InputError(path, line, "history", "missing: not a SWE-agent .traj (needs 'history' and 'info')")
+        messages: list[dict[str, Any]] = []
+        for i, h in enumerate(obj["history"]):
+            if not isinstance(h, dict) or h.get("role") not in ("system", "user", "assistant", "tool"):
+                raise InputError(path, line, f"history[{i}].role", "missing or not system/user/assistant/tool")
+            if h.get("is_demo"):
+                continue  # demonstrations are folded into the prompt by SWE-agent's templates; not the model's turns
+            role = h["role"]
+            if role == "assistant":
+                calls = normalise_calls(h.get("tool_calls"), f"call_{i}")
+                msg = message("assistant", h.get("content"), tool_calls=calls or None)
+                if not calls and isinstance(h.get("action"), str):
+                    msg["_action"], msg["_thought"] = h["action"], text_of(h.get("thought"))
+                messages.append(msg)
+            elif role == "tool":
+                ids = h.get("tool_call_ids") or ([h["tool_call_id"]] if h.get("tool_call_id") else [])
+                if not ids:
+                    raise InputError(path, line, f"history[{i}].tool_call_ids", "missing on a tool message")
+                messages.extend(message("tool", h.get("content"), tool_call_id=str(t)) for t in ids)
+            else:
+                messages.append(message(role, h.get("content")))
+        info = obj["info"]
+        ms = dict_at(info, "model_stats")
+        cfg = _replay_config(obj)
+        return trajectory_record(
+            instance_id=_instance_id(path, info, cfg),
+            messages=messages,
+            patch=info.get("submission"),
+            exit_raw=info.get("exit_status"),
+            stats={
+                "tokens_prompt": ms.get("tokens_sent"),
+                "tokens_generated": ms.get("tokens_received"),
+                "api_calls": ms.get("api_calls"),
+                "cost_usd": ms.get("instance_cost"),
+            },
+            model=_model(cfg),
+            source={"format": self.name, "file": path, "line": line},
+            rewrite=self.config.rewrite,
+        )
 
 
 def _instance_id(path: str, info: dict[str, Any], cfg: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.core.plugins import load_registered
+from swerl_cli.core.plugins import Registry
 from swerl_cli.streams.records import TASK, Located, Task, check_schema
 from swerl_cli.streams.rows import read_rows as read_rows
 from swerl_cli.tasks.fields import task_row_error
@@ -23,17 +23,15 @@ from swerl_cli.tasks.importers.base import ImporterConfig as ImporterConfig
 from swerl_cli.tasks.importers.smith import reverse_patch as reverse_patch
 from swerl_cli.tasks.importers.swebench import swebench_image as swebench_image
 
-IMPORTERS: dict[str, str] = {
-    "swe-bench": "swerl_cli.tasks.importers.swebench:SweBench",
-    "swe-rebench": "swerl_cli.tasks.importers.rebench:SweRebench",
-    "swe-gym": "swerl_cli.tasks.importers.gym:SweGym",
-    "swe-smith": "swerl_cli.tasks.importers.smith:SweSmith",
-}
-
-
-def register_importer(name: str, target: str) -> None:
-    """Add (or replace) the importer `name` as `"module:Class"`."""
-    IMPORTERS[name] = target
+IMPORTERS = Registry(
+    {
+        "swe-bench": "swerl_cli.tasks.importers.swebench:SweBench",
+        "swe-rebench": "swerl_cli.tasks.importers.rebench:SweRebench",
+        "swe-gym": "swerl_cli.tasks.importers.gym:SweGym",
+        "swe-smith": "swerl_cli.tasks.importers.smith:SweSmith",
+    }
+)
+register_importer = IMPORTERS.register
 
 
 def dataset_names() -> tuple[str, ...]:
@@ -43,9 +41,7 @@ def dataset_names() -> tuple[str, ...]:
 
 def importer_class(name: str) -> type[Importer]:
     """The class registered as `name`; ConfigError naming the choices otherwise."""
-    cls: type[Importer] = load_registered(
-        IMPORTERS, name, f"--dataset must be one of {', '.join(dataset_names())}; got {name!r}"
-    )
+    cls: type[Importer] = IMPORTERS.load(name, f"--dataset must be one of {', '.join(dataset_names())}; got {name!r}")
     return cls
 
 
