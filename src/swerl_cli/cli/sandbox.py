@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import RAY, boundary, err_console
+from swerl_cli.sandbox import DEFAULT_BACKEND, choices
 
 app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 
@@ -28,9 +29,7 @@ def _prune(
         bool, typer.Option("--stale", help="Only containers whose owning swerl process is gone (safe during runs).")
     ] = False,
     ray: RAY = None,
-    sandbox: Annotated[
-        str, typer.Option(help="Sandbox backend whose leftovers go: docker, podman or local.")
-    ] = "docker",
+    sandbox: Annotated[str, typer.Option(help=f"Sandbox backend whose leftovers go: {choices()}.")] = DEFAULT_BACKEND,
 ) -> None:
     import functools
 

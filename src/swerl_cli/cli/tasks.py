@@ -19,6 +19,7 @@ from swerl_cli.cli._common import (
     err_console,
 )
 from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
+from swerl_cli.sandbox import DEFAULT_BACKEND
 from swerl_cli.streams.jsonl import read_many
 from swerl_cli.streams.outputs import open_output
 from swerl_cli.tasks.importers import dataset_names
@@ -92,7 +93,7 @@ def _build(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even when a matching image exists.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Stream setup output to stderr.")] = False,
     allow_source: ALLOW_SOURCE = None,
-    sandbox: Annotated[str, typer.Option(help="Engine the images are built in: docker or podman.")] = "docker",
+    sandbox: Annotated[str, typer.Option(help="Engine the images are built in: docker or podman.")] = DEFAULT_BACKEND,
 ) -> None:
     from swerl_cli.core.errors import ConfigError, RowsFailedError
     from swerl_cli.sandbox.build import check_base
@@ -191,7 +192,7 @@ def _validate(
     for loc in read_many(inputs or []):
         check_schema(loc, "swerl.task")
         task = Task.from_json(loc)
-        row_error = task_row_error(loc, task, docker=uses_images(cfg.sandbox))
+        row_error = task_row_error(loc, task, images=uses_images(cfg.sandbox))
         if row_error is None:
             tasks.append(task)
         else:  # no sandbox starts for it: its record says why, and the run ends with exit 4

@@ -10,6 +10,7 @@ import typer
 
 from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, RAY, boundary, err_console
 from swerl_cli.cli._images import IMAGE_BUDGET, REGISTRY
+from swerl_cli.sandbox import DEFAULT_BACKEND
 
 HELP = """Pull the image of every task (each distinct image once; present ones are skipped) with the user's docker
 credentials, N at a time, from --registry when given. Writes one record per image (image, registry, status
@@ -32,7 +33,9 @@ def _pull(
     registry: REGISTRY = None,
     image_budget_gb: IMAGE_BUDGET = None,
     ray: RAY = None,
-    sandbox: Annotated[str, typer.Option(help="Engine the images are pulled into: docker or podman.")] = "docker",
+    sandbox: Annotated[
+        str, typer.Option(help="Engine the images are pulled into: docker or podman.")
+    ] = DEFAULT_BACKEND,
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -10,9 +10,10 @@ from swerl_cli.agent.loop import AgentSettings
 from swerl_cli.core.config import check_positive
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
+from swerl_cli.policy import DEFAULT_POLICY
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.engine_size import DTYPES
-from swerl_cli.sandbox import BACKENDS
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND
 
 ACTION_FORMATS = ("text", "tools")
 # The agent and sampling defaults come from the classes that own them.
@@ -29,7 +30,7 @@ def _subset(cls: type, source: Any) -> Any:
 class CollectConfig(JobSettings):
     """Everything `swerl collect` needs; flags are the kebab-case twins of these fields."""
 
-    policy: str = "openai"
+    policy: str = DEFAULT_POLICY
     model: str | None = None
     base_url: tuple[str, ...] = ()
     api_key: str | None = None
@@ -66,7 +67,7 @@ class CollectConfig(JobSettings):
     repetition_penalty: float = _SAMPLING.repetition_penalty
     max_new_tokens: int = _SAMPLING.max_new_tokens
     seed: int | None = _SAMPLING.seed
-    sandbox: str = "docker"
+    sandbox: str = DEFAULT_BACKEND
     sandbox_user: str | None = None  # None: the image's USER (swerl-built images: unprivileged `swerl`)
     memory_mb: int = 4096
     cpus: float = 1.0

@@ -72,7 +72,7 @@ async def play_job(
 ) -> dict[str, Any]:
     """Run the agent on `job` in the sandbox `starting` resolves to; a failure is an error record (run_episode)."""
     sampling = job_sampling(cfg, job.sample)
-    bad = task_row_error(job.loc, job.task, docker=uses_images(cfg.sandbox))
+    bad = task_row_error(job.loc, job.task, images=uses_images(cfg.sandbox))
     if bad is not None:  # one row's image, workdir or base_commit docker or git would refuse: its record only
         return invalid_row_record(job, cfg, policy, sampling, bad)
     prompts = prompts or load_prompts(cfg.prompt_config)

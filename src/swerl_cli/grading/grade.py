@@ -22,7 +22,7 @@ from swerl_cli.executor import JobSettings
 from swerl_cli.grading import guard, infra
 from swerl_cli.grading.attribution import cached_control, control_key, decide
 from swerl_cli.grading.verdict import SEMANTICS, verdict
-from swerl_cli.sandbox import BACKENDS, ExecResult, Sandbox, SandboxLimits, open_sandbox
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, ExecResult, Sandbox, SandboxLimits, backend_class, open_sandbox
 from swerl_cli.sandbox.gitops import patch_files, touched_files
 from swerl_cli.streams.records import Task
 
@@ -42,7 +42,7 @@ TEST_LOG_CAP = 2_000_000
 class GradeConfig(JobSettings):
     """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
 
-    sandbox: str = "docker"
+    sandbox: str = DEFAULT_BACKEND
     timeout_s: float = 1800.0
     workers: int = 1
     memory_mb: int = 4096
@@ -193,7 +193,7 @@ def prepare_tests(sb: Sandbox, task: Task, aside: list[str]) -> str | None:
 
 
 def _tests(sb: Sandbox, task: Task, cfg: GradeConfig) -> guard.GuardRun:
-    sweep = cfg.sandbox != "local"  # a container holds nothing else; the local backend would reach the host's
+    sweep = backend_class(cfg.sandbox).isolated  # a container holds nothing else; a host sandbox would reach the host's
     return guard.run(sb, task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP, sweep=sweep)
 
 

@@ -94,7 +94,7 @@ def command(guard_dir: str, module: str, test_cmd: str, timeout_s: float) -> str
 
 
 def run(sb: Sandbox, test_cmd: str, timeout_s: float, *, cap: int, sweep: bool) -> GuardRun:
-    """Run the tests guarded and read the result back (verified); `sweep` kills leftovers (docker only)."""
+    """Run the tests guarded and read the result back (verified); `sweep` kills leftovers (isolated backends only)."""
     guard_dir, module, key = install(sb)
     res = sb.run(command(guard_dir, module, test_cmd, timeout_s), timeout_s + 60, cap=cap)
     if sweep:

@@ -145,10 +145,8 @@ def grade_records(
                 if on_skip is not None:
                     on_skip(job.id)
                 continue
-            bad = task_row_error(
-                loc, job.task, "task.", docker=uses_images(cfg.sandbox)
-            )  # the row's (or --tasks') task
-            if bad is not None:  # a value docker or git would refuse: this record's error, never the run's end
+            bad = task_row_error(loc, job.task, "task.", images=uses_images(cfg.sandbox))  # the row's (or --tasks')
+            if bad is not None:  # a value the engine or git would refuse: this record's error, never the run's end
                 yield job, None, {**error_grade(str(bad)), "invalid_field": bad.field}
                 continue
             if job.obj.get("exit_status") == "error":  # an infra failure upstream stays an error, not reward 0

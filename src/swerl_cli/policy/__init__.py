@@ -18,8 +18,17 @@ BACKENDS: dict[str, str] = {
     "gold-steps": "swerl_cli.policy.gold_steps:GoldStepsPolicy",
     "replay": "swerl_cli.policy.replay:ReplayPolicy",
 }
+DEFAULT_POLICY = "openai"
 
-__all__ = ["BACKENDS", "PolicyBackend", "PolicyOptions", "get_policy", "policy_class", "register_policy"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_POLICY",
+    "PolicyBackend",
+    "PolicyOptions",
+    "get_policy",
+    "policy_class",
+    "register_policy",
+]
 
 
 def register_policy(name: str, target: str) -> None:

@@ -26,6 +26,8 @@ __all__ = [
     "Sandbox",
     "SandboxBackend",
     "SandboxLimits",
+    "backend_class",
+    "choices",
     "engine_client",
     "get_backend",
     "open_sandbox",
@@ -39,6 +41,12 @@ __all__ = [
 def register_backend(name: str, target: str) -> None:
     """Add (or replace) the backend `name` as `"module:Class"`."""
     BACKENDS[name] = target
+
+
+def choices(names: list[str] | None = None) -> str:
+    """`names` (default: every registered backend) as help text reads them: "docker, podman or local"."""
+    names = list(BACKENDS) if names is None else names
+    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def backend_class(name: str) -> type[SandboxBackend]:

@@ -61,11 +61,14 @@ class SandboxBackend:
 
     A backend owns its typed `Config` (a frozen dataclass built by `Config.from_options(**options)`), starts
     sandboxes, and removes the ones a run left behind. `uses_images` says whether tasks' `image` fields reach an
-    engine (checked per row, pulled ahead by collect).
+    engine (checked per row, pulled ahead by collect). `isolated` says that a sandbox's processes are its own (a
+    container's PID namespace), so grading may kill every process in it after the tests; False (the default) for
+    anything that runs on the host.
     """
 
     name = ""
     uses_images = True
+    isolated = False
     Config: type[Any]
 
     def __init__(self, config: Any = None):

@@ -36,6 +36,7 @@ class DockerBackend(SandboxBackend):
     name = "docker"
     engine = "Docker"
     uses_images = True
+    isolated = True
     Config: type[Any] = DockerConfig
 
     def client(self) -> Any:

@@ -180,15 +180,15 @@ def _shown(value: str) -> str:
 
 
 def task_problem(
-    task: Task, *, docker: bool = True, build: bool = False, allowed: Iterable[str | Path] = ()
+    task: Task, *, images: bool = True, build: bool = False, allowed: Iterable[str | Path] = ()
 ) -> tuple[str, str] | None:
     """(field, why) of the first task field docker or git would refuse, or None.
 
-    Checked always: `workdir` and `base_commit`; `image` with `docker` (the local sandbox uses none). With `build`
-    (the fields an image build uses): `setup` and `repo_source` too, the latter against the `allowed` directories,
-    and the image must be a NAME[:TAG] (a build cannot make a digest)."""
+    Checked always: `workdir` and `base_commit`; `image` with `images` (the sandbox backend starts from images; the
+    local one uses none). With `build` (the fields an image build uses): `setup` and `repo_source` too, the latter
+    against the `allowed` directories, and the image must be a NAME[:TAG] (a build cannot make a digest)."""
     checks: list[tuple[str, Any]] = [
-        ("image", lambda: docker and _with("not a valid image reference", task.image, image_problem(task.image))),
+        ("image", lambda: images and _with("not a valid image reference", task.image, image_problem(task.image))),
         ("workdir", lambda: _with("", task.workdir, workdir_problem(task.workdir))),
         ("base_commit", lambda: _with("", task.base_commit, revision_problem(task.base_commit))),
     ]
