@@ -7,8 +7,9 @@ import asyncio
 
 from swerl_cli.agent.loop import AgentSettings, run_episode
 from swerl_cli.agent.prompts import load_prompts
+from swerl_cli.core.model_dir import load_tokenizer
 from swerl_cli.policy.base import EpisodeInfo, Sampling
-from swerl_cli.policy.hf import HFPolicy, load_tokenizer, local_prompter, render_ids
+from swerl_cli.policy.hf import HFPolicy, local_prompter, render_ids
 from swerl_cli.policy.tokens import TokenState, rebuild_sequence
 from tests.agent.fakes import MemorySandbox
 

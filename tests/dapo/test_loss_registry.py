@@ -66,11 +66,11 @@ def test_default_dapo_loss_is_bit_identical_to_the_pre_registry_loss():
 
 
 def test_default_sft_loss_is_bit_identical_to_the_pre_registry_loss():
-    from swerl_cli.training.rft import sft_loss
+    from swerl_cli.training.rft import rft_loss_fn
 
     assert RftConfig(model="m", output="o").loss == "sft"
     batch, logp = _case()
-    loss, stats = sft_loss(17.0, get_loss("sft", None, "rft"))(logp, batch)
+    loss, stats = rft_loss_fn(get_loss("sft", None, "rft"), 17.0)(logp, batch)
     loss.backward()
     assert loss.item().hex() == SFT_LOSS
     assert [x.hex() for x in logp.grad[0].tolist()][:8] == SFT_GRAD_HEAD

@@ -63,7 +63,7 @@ def test_dapo_skips_and_counts_and_rerender_takes_the_template_path(tiny_model, 
 
 
 def test_rft_data_skips_and_counts(tiny_model, tmp_path):
-    from swerl_cli.policy.hf import load_tokenizer
+    from swerl_cli.core.model_dir import load_tokenizer
     from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.data import load_samples
 

@@ -42,7 +42,7 @@ def test_bf16_packed_rows_attend_within_documents_on_gpu(tiny_model: Path, impl:
     from transformers import AutoModelForCausalLM
 
     from swerl_cli.training import attention
-    from swerl_cli.training.engine import _target_logprobs
+    from swerl_cli.training.logprobs import target_logprobs
 
     if impl == "flash_attention_2":
         pytest.importorskip("flash_attn")
@@ -52,13 +52,13 @@ def test_bf16_packed_rows_attend_within_documents_on_gpu(tiny_model: Path, impl:
     ids, pos = _packed_row(lengths, model.config.vocab_size, "cuda")
     targets = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -1)], dim=1)
     with torch.no_grad():
-        packed = _target_logprobs(model, ids, pos, targets)
+        packed = target_logprobs(model, ids, pos, targets)
         alone, start = [], 0
         for n in lengths:
             sl = slice(start, start + n)
             t = targets[:, sl].clone()
             t[0, -1] = -1
-            alone.append(_target_logprobs(model, ids[:, sl], pos[:, sl], t))
+            alone.append(target_logprobs(model, ids[:, sl], pos[:, sl], t))
             start += n
     ends = torch.tensor([sum(lengths[: i + 1]) - 1 for i in range(len(lengths))], device="cuda")
     keep = torch.ones(ids.shape[1], dtype=torch.bool, device="cuda")
@@ -112,8 +112,10 @@ def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) 
 
     from swerl_cli.training.batching import collate
     from swerl_cli.training.data import Sample
-    from swerl_cli.training.engine import EngineConfig, TrainEngine
-    from swerl_cli.training.rft import sft_loss
+    from swerl_cli.training.engine import TrainEngine
+    from swerl_cli.training.losses import get_loss
+    from swerl_cli.training.rft import rft_loss_fn
+    from swerl_cli.training.train_config import TrainConfig
 
     cfg = Qwen2Config(
         vocab_size=151936,
@@ -130,7 +132,7 @@ def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) 
     AutoTokenizer.from_pretrained(tiny_model).save_pretrained(model_dir)
     os.environ.setdefault("MASTER_PORT", "29531")
     eng = TrainEngine.from_config(
-        EngineConfig(model=str(model_dir), zero_stage=3, dtype="bf16", gradient_checkpointing=True, lr=1e-5),
+        TrainConfig(model=str(model_dir), zero_stage=3, dtype="bf16", gradient_checkpointing=True, lr=1e-5),
         total_steps=4,
     )
     assert eng.module.config._attn_implementation in ("flash_attention_2", "packed_sdpa")
@@ -140,12 +142,12 @@ def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) 
     mask = [0] + [1] * (n - 1)
     sample = Sample("s", "gpu", 1, ids, mask, [0.0] * n, False)
     batch = collate([sample])
-    eng.train_step([batch], sft_loss(n - 1))  # warm-up (allocator, kernels)
+    eng.train_step([batch], rft_loss_fn(get_loss("sft", None, "rft"), n - 1))  # warm-up (allocator, kernels)
     torch.cuda.synchronize()
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        stats = eng.train_step([batch], sft_loss(n - 1))
+        stats = eng.train_step([batch], rft_loss_fn(get_loss("sft", None, "rft"), n - 1))
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     step = min(times)

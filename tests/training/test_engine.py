@@ -107,7 +107,7 @@ def test_packed_and_unpacked_batches_give_the_same_loss(tiny_model: Path, data: 
     from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.batching import collate
     from swerl_cli.training.data import load_samples
-    from swerl_cli.training.engine import packed_logprobs
+    from swerl_cli.training.logprobs import packed_logprobs
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     model = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="sdpa")
@@ -146,7 +146,7 @@ def test_zero3_export_reloads_in_transformers_with_the_engine_loss(runs: dict, t
     from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.batching import collate
     from swerl_cli.training.data import load_samples
-    from swerl_cli.training.engine import packed_logprobs
+    from swerl_cli.training.logprobs import packed_logprobs
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     samples, _ = load_samples(read_records(str(data)), tok, max_seq_len=512)

@@ -69,7 +69,7 @@ def test_packed_sdpa_equals_each_document_alone_and_never_looks_across(models: d
 def test_fused_logprobs_match_log_softmax_and_its_gradients() -> None:
     import torch
 
-    from swerl_cli.training.engine import fused_logprobs
+    from swerl_cli.training.logprobs import fused_logprobs
 
     g = torch.Generator().manual_seed(3)
     h = torch.randn(37, 16, generator=g, dtype=torch.float64, requires_grad=True)
@@ -99,7 +99,7 @@ def test_engine_logprobs_are_computed_only_on_trainable_tokens(models: dict) -> 
     import torch
 
     from swerl_cli.training.batching import PackedBatch
-    from swerl_cli.training.engine import _target_logprobs, packed_logprobs
+    from swerl_cli.training.logprobs import packed_logprobs, target_logprobs
 
     ids, pos = _row([9, 6])
     model = models["packed_sdpa"]
@@ -112,6 +112,6 @@ def test_engine_logprobs_are_computed_only_on_trainable_tokens(models: dict) -> 
         assert full[0, 9] == 0.0
         targets = torch.full_like(ids, -1)
         targets[0, 3] = ids[0, 4]
-        sparse = _target_logprobs(model, ids, pos, targets)
+        sparse = target_logprobs(model, ids, pos, targets)
     assert sparse[0, 3] == pytest.approx(float(full[0, 4]), abs=1e-5)
     assert int((sparse != 0).sum()) == 1

@@ -42,8 +42,8 @@ def register(app: typer.Typer) -> None:
 @boundary("dapo")
 def _dapo(
     inputs: INPUTS = None,
-    model: Annotated[str, _opt("Checkpoint k: the policy that sampled the rollouts.", "--model", "-m")] = "",
-    output: Annotated[str, _opt("Directory for checkpoint k+1 (written atomically).", "--output", "-o")] = "",
+    model: Annotated[str | None, _opt("Checkpoint k: the policy that sampled the rollouts.", "--model", "-m")] = None,
+    output: Annotated[str | None, _opt("Directory for checkpoint k+1 (written atomically).", "--output", "-o")] = None,
     config: CONFIG = None,
     metrics: Annotated[str | None, _opt("Metrics JSONL path (default: OUTPUT/metrics.jsonl).")] = None,
     eps_low: Annotated[float | None, _opt("Lower clip bound eps_low (paper 0.2).")] = None,
@@ -120,23 +120,21 @@ def _dapo(
     from swerl_cli.training.trackers import TrackerSpec
     from swerl_cli.training.train_config import field_names
 
-    if not model or not output:
-        raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
-    if Path(output).resolve() != Path(model).resolve() and not follow:  # output == model: its own message below
-        check_training_paths(model, output, metrics, inputs, overwrite=overwrite)
     flags = {k: v for k, v in locals().items() if k in field_names(DapoConfig)}
     cfg = resolve_config(DapoConfig, config, **flags)
+    if not cfg.model or not cfg.output:
+        raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
+    if Path(cfg.output).resolve() != Path(cfg.model).resolve() and not follow:  # output == model: run_dapo says so
+        check_training_paths(cfg.model, cfg.output, cfg.metrics, inputs, overwrite=overwrite)
     if follow:
         from swerl_cli.training.follow import FollowOptions
 
-        opts = FollowOptions(model, output, max_staleness, groups_per_update, push, max_updates, idle_timeout)
+        opts = FollowOptions(cfg.model, cfg.output, max_staleness, groups_per_update, push, max_updates, idle_timeout)
         _follow(inputs or ["-"], cfg, opts)
         return
     if dist.world_size() > 1 and (not inputs or "-" in inputs):
         raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
-    summary = run_dapo(
-        read_many(inputs or []), model, output, cfg, metrics, err_console.print, TrackerSpec(tensorboard, wandb)
-    )
+    summary = run_dapo(read_many(inputs or []), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
     if summary is not None:  # ranks other than 0 return None
         with open_output(None) as out:
             out.write(summary)

@@ -101,7 +101,7 @@ def _rft(
             f"{m['tokens_per_s']:.0f} tok/s  masked {m['masked_share']:.0%}"
         )
 
-    summary = run_rft(cfg, read_many(inputs or []), on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
+    summary = run_rft(read_many(inputs or []), cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
     if dist.is_main():
         d = summary["data"]
         err_console.print(

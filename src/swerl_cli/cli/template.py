@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import boundary, err_console
-from swerl_cli.core.errors import InputError
+from swerl_cli.core.errors import InputError, PolicyError
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +27,8 @@ def _check_template(
 ) -> None:
     import json
 
-    from swerl_cli.policy.hf import load_tokenizer, render_ids
+    from swerl_cli.core.model_dir import load_tokenizer
+    from swerl_cli.policy.hf import render_ids
     from swerl_cli.policy.tokens import SAMPLE_CONVERSATION, check_prefix_preserving
     from swerl_cli.streams.jsonl import dumps
 
@@ -38,7 +39,7 @@ def _check_template(
         except (OSError, ValueError) as e:
             raise InputError(conversation, None, None, f"cannot read a JSON list of messages: {e}") from None
         _check_messages(conversation, messages)
-    tok = load_tokenizer(model)
+    tok = load_tokenizer(model, PolicyError)  # a model that cannot load: exit 1
     eos = tok.eos_token_id
     report = check_prefix_preserving(
         lambda msgs, gen: render_ids(tok, msgs, add_generation_prompt=gen),

@@ -4,6 +4,8 @@ A name that looks like a path (`./m`, `/m`, `~/m`, `a/b/c`), or names an existin
 `save_pretrained` directory: config.json a JSON object, weights present (`*.safetensors` with a readable header,
 or `pytorch_model*.bin`), and a tokenizer (tokenizer.json, tokenizer.model, vocab.json or tokenizer_config.json).
 Anything else is one ConfigError line (exit 3) naming what is missing. Other names are hub ids, left to the loader.
+
+`load_tokenizer` is the one tokenizer loader of the trainers and the policies (transformers imported inside it).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import json
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
-from swerl_cli.core.errors import ConfigError
+from swerl_cli.core.errors import ConfigError, SwerlError
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 _MAX_HEADER = 100 << 20  # a safetensors header longer than 100 MB is not one
@@ -30,10 +33,32 @@ def check_model_dir(name: str) -> None:
         return
     path = Path(os.path.expanduser(name))
     if not path.is_dir():
-        raise ConfigError(f"--model {name}: no such model directory (expected a save_pretrained dir or a hub name)")
+        raise ConfigError(_no_such_dir(name))
     problem = _problem(path)
     if problem:
         raise ConfigError(f"--model {name}: not a usable model directory: {problem}")
+
+
+def load_tokenizer(name: str, error: type[SwerlError] = ConfigError) -> Any:
+    """AutoTokenizer of `--model` (a save_pretrained dir or a cached hub id); a failure is one `error` line.
+
+    A name that looks like a path must be a directory; the full directory check is `check_model_dir`, which the
+    commands run before any work. Trainers fail with ConfigError (exit 3); a policy passes PolicyError, so a model
+    that breaks inside an episode becomes that episode's error record.
+    """
+    from transformers import AutoTokenizer
+
+    if looks_like_path(name) and not os.path.isdir(os.path.expanduser(name)):
+        raise error(_no_such_dir(name))
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise error(f"--model {name}: cannot load a tokenizer: {first}") from None
+
+
+def _no_such_dir(name: str) -> str:
+    return f"--model {name}: no such model directory (expected a save_pretrained dir or a hub name)"
 
 
 def _problem(path: Path) -> str | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
-from swerl_cli.core.model_dir import check_model_dir
+from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import sampler_dtype
@@ -32,17 +32,6 @@ def _require_model_dir(model: str, error: type[Exception]) -> None:
     """A model name that looks like a path must be a directory (not left to transformers' hub-id message)."""
     if model.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(model)):
         raise error(f"--model {model}: no such model directory (expected a save_pretrained dir or a hub name)")
-
-
-def load_tokenizer(model: str) -> Any:
-    """AutoTokenizer for a save_pretrained dir (or a cached hub id), as a one-line PolicyError on failure."""
-    from transformers import AutoTokenizer
-
-    _require_model_dir(model, PolicyError)
-    try:
-        return AutoTokenizer.from_pretrained(model)
-    except (OSError, ValueError) as e:
-        raise PolicyError(f"cannot load the tokenizer of {model}: {str(e).splitlines()[0]}") from None
 
 
 def render_ids(
@@ -149,7 +138,7 @@ class HFPolicy(PolicyBackend):
         import torch
         from transformers import AutoModelForCausalLM
 
-        self._tok = load_tokenizer(self.model_path)
+        self._tok = load_tokenizer(self.model_path, PolicyError)
         try:
             model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, self.dtype))
         except (OSError, ValueError) as e:

@@ -53,9 +53,10 @@ def _post(client: httpx.Client, url: str, **kwargs: Any) -> Any:
 
 def probe_ids(ckpt: str) -> list[int]:
     """The fixed probe sequence, tokenised by the checkpoint's tokenizer."""
-    from swerl_cli.policy.hf import load_tokenizer
+    from swerl_cli.core.errors import PolicyError
+    from swerl_cli.core.model_dir import load_tokenizer
 
-    return list(load_tokenizer(ckpt).encode(PROBE_TEXT, add_special_tokens=False))[:PROBE_TOKENS]
+    return list(load_tokenizer(ckpt, PolicyError).encode(PROBE_TEXT, add_special_tokens=False))[:PROBE_TOKENS]
 
 
 def trainer_logprobs(ckpt: str, ids: list[int]) -> list[float]:

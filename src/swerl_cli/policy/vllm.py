@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
-from swerl_cli.core.model_dir import check_model_dir
+from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype
-from swerl_cli.policy.hf import load_tokenizer, local_prompter, parse_tool_calls, prompt_fields
+from swerl_cli.policy.hf import local_prompter, parse_tool_calls, prompt_fields
 from swerl_cli.policy.tokens import TurnPrompter
 
 
@@ -131,7 +131,7 @@ class VLLMPolicy(PolicyBackend):
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        self._tok = load_tokenizer(self.model)
+        self._tok = load_tokenizer(self.model, PolicyError)
         self._prompter = local_prompter(self._tok)
         self.size_kv_cache()
         try:

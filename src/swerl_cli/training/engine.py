@@ -2,7 +2,7 @@
 
 Public API (what the DAPO loop builds on):
 
-    eng = TrainEngine.from_config(EngineConfig.from_stage(cfg, model=path), total_steps=n)
+    eng = TrainEngine.from_config(cfg, total_steps=n, tokenizer=tok)   # cfg: any TrainConfig (rft's, dapo's)
     logp = eng.forward_logprobs(batch)            # (1, T): log p(input_ids[t] | <t) on trainable tokens, else 0.0
     stats = eng.train_step(micro_batches, loss_fn) # one optimizer step over this rank's packed micro-batches
     eng.save_checkpoint(dir, step, client_state)   # resumable DeepSpeed checkpoint (all ranks call it)
@@ -16,11 +16,9 @@ equal those of the global objective whatever the number of ranks and micro-batch
 `train_step` with the same number of micro-batches (`batching.rank_micro_batches` pads with empty rows), as ZeRO's
 collectives run per forward/backward.
 
-Sequence parallelism (`sequence_parallel` N > 1, DeepSpeed's Ulysses/ALST): the ranks form groups of N consecutive
-ranks; a group trains one data-parallel share, each member runs a contiguous 1/N slice of every packed row, the
-attention all-to-alls give each member the full row for 1/N of the heads, and the per-token logprobs (T floats)
-are all-gathered so every member computes the same loss. The lm_head is a fused, chunked logprob that skips
-positions whose next token carries no loss.
+Sequence parallelism (`sequence_parallel` N > 1, sequence_parallel.py): a group of N consecutive ranks trains one
+data-parallel share. The lm_head is a fused, chunked logprob (logprobs.py) that skips positions whose next token
+carries no loss.
 """
 
 from __future__ import annotations
@@ -28,35 +26,13 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, SwerlError
 from swerl_cli.training import dist
-from swerl_cli.training.train_config import TrainConfig, train_fields
-
-RUN_CONFIG_FILE = "swerl_run_config.json"
-LOGIT_CHUNK = 4096  # tokens per lm_head chunk: bounds the fp32 (T, V) logits at 65k context
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig(TrainConfig):
-    """TrainConfig plus the model to load; `from_stage` takes the shared fields of RftConfig or DapoConfig."""
-
-    model: str = ""
-
-    def __post_init__(self) -> None:
-        TrainConfig.validate(self, "engine")
-
-    @classmethod
-    def from_stage(cls, cfg: Any, **overrides: Any) -> EngineConfig:
-        """Build from any stage config extending TrainConfig (plus `model` when it has one), then overrides."""
-        values: dict[str, Any] = dict(train_fields(cfg))
-        if hasattr(cfg, "model"):
-            values["model"] = cfg.model
-        values.update(overrides)
-        return cls(**values)
+from swerl_cli.training.checkpoint import RUN_CONFIG_FILE
+from swerl_cli.training.train_config import TrainConfig
 
 
 def lr_lambda(warmup_steps: int, total_steps: int, schedule: str):
@@ -73,42 +49,21 @@ def lr_lambda(warmup_steps: int, total_steps: int, schedule: str):
     return f
 
 
-def _check_local(name: str) -> None:
-    """A local --model must be a usable save_pretrained dir: the one rule of model_dir.py (collect uses it too)."""
-    from swerl_cli.core.model_dir import check_model_dir
-
-    check_model_dir(name)
-
-
-def load_tokenizer(name: str) -> Any:
-    """The tokenizer of `--model`, loaded the way the engine loads it; one-line error if it cannot be."""
-    from transformers import AutoTokenizer
-
-    _check_local(name)
-    try:
-        return AutoTokenizer.from_pretrained(name)
-    except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(f"--model {name}: cannot load a tokenizer: {first}") from None
-
-
-def load_model_and_tokenizer(name: str, dtype: Any, attn_implementation: str):
-    """Load any causal LM + tokenizer from a local save_pretrained dir or a hub name; one-line error if it fails."""
+def load_model(name: str, dtype: Any, attn_implementation: str) -> Any:
+    """Any causal LM from a local save_pretrained dir or a hub name; one-line error if it fails."""
     from transformers import AutoModelForCausalLM
 
-    tok = load_tokenizer(name)
     try:
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, attn_implementation=attn_implementation)
+        return AutoModelForCausalLM.from_pretrained(name, dtype=dtype, attn_implementation=attn_implementation)
     except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(f"--model {name}: cannot load a causal LM and tokenizer: {first}") from None
-    return model, tok
+        raise ConfigError(f"--model {name}: cannot load a causal LM: {first}") from None
 
 
 class TrainEngine:
     """A DeepSpeed-wrapped model with its tokenizer; see the module docstring for the contract."""
 
-    def __init__(self, engine: Any, tokenizer: Any, cfg: EngineConfig, device: str, sp_group: Any = None):
+    def __init__(self, engine: Any, tokenizer: Any, cfg: TrainConfig, device: str, sp_group: Any = None):
         self.engine, self.tokenizer, self.cfg, self.device = engine, tokenizer, cfg, device
         self.rank, self.world_size = dist.rank(), dist.world_size()
         self.sp = cfg.sequence_parallel
@@ -122,12 +77,19 @@ class TrainEngine:
         return self.rank // self.sp
 
     @classmethod
-    def from_config(cls, cfg: EngineConfig, total_steps: int) -> TrainEngine:
-        """Start the process group, load the model, wrap it in DeepSpeed with AdamW and the lr schedule."""
+    def from_config(cls, cfg: TrainConfig, total_steps: int, tokenizer: Any = None) -> TrainEngine:
+        """Start the process group, load `cfg.model`, wrap it in DeepSpeed with AdamW and the lr schedule.
+
+        `tokenizer`: the one the caller already loaded for its data (core/model_dir.py's load_tokenizer); loaded
+        here when not given.
+        """
         import deepspeed
         import torch
 
+        from swerl_cli.core.model_dir import load_tokenizer
         from swerl_cli.training import attention
+        from swerl_cli.training.logprobs import logprob_module
+        from swerl_cli.training.sequence_parallel import register_ulysses
 
         device = dist.init()
         world = dist.world_size()
@@ -139,11 +101,12 @@ class TrainEngine:
         bf16 = cfg.dtype == "bf16" or (cfg.dtype == "auto" and device.startswith("cuda"))
         torch.manual_seed(cfg.seed)
         attn = attention.resolve(cfg.attn_implementation, device)
-        model, tok = load_model_and_tokenizer(cfg.model, torch.bfloat16 if bf16 else torch.float32, attn)
+        tok = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
+        model = load_model(cfg.model, torch.bfloat16 if bf16 else torch.float32, attn)
         model.config.use_cache = False
         mpu, sp_group = None, None
         if cfg.sequence_parallel > 1:
-            mpu = _ulysses(model, attn, cfg.sequence_parallel)
+            mpu = register_ulysses(model, attn, cfg.sequence_parallel)
             sp_group = mpu.get_sequence_parallel_group()
         if cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -179,6 +142,8 @@ class TrainEngine:
         """
         import torch
 
+        from swerl_cli.training.sequence_parallel import gather_sequence, sp_slice
+
         b = batch.to(self.device)
         ids, pos = b.input_ids, b.position_ids
         n = ids.shape[1]
@@ -187,10 +152,10 @@ class TrainEngine:
         nxt = torch.cat([ids[:, 1:], torch.zeros_like(ids[:, :1])], dim=1)
         targets = torch.where(want, nxt, torch.full_like(nxt, -1))
         if self.sp > 1:
-            ids, pos, targets = _sp_slice(self.sp, self.sp_rank, ids, pos, targets)
+            ids, pos, targets = sp_slice(self.sp, self.sp_rank, ids, pos, targets)
         lp = self.engine(ids, pos, targets)  # (1, n_local): log p(targets[t] | <= t)
         if self.sp > 1:
-            lp = _gather_sequence(lp, self.sp_group, self.sp_rank)[:, :n]
+            lp = gather_sequence(lp, self.sp_group, self.sp_rank)[:, :n]
         return torch.cat([torch.zeros_like(lp[:, :1]), lp[:, :-1]], dim=1)  # aligned to the predicted token
 
     def train_step(self, micro_batches: list[Any], loss_fn: Any) -> dict[str, float]:
@@ -262,191 +227,7 @@ class TrainEngine:
         return out_dir
 
 
-def _ulysses(model: Any, attn: str, sp: int) -> Any:
-    """Register DeepSpeed's Ulysses attention around `attn` for this model; returns the SP groups (mpu)."""
-    from deepspeed.runtime.sequence_parallel.ulysses_sp import UlyssesSPAttentionHF
-
-    try:
-        return UlyssesSPAttentionHF.register_with_transformers(
-            model_name_or_path=model,
-            core_attn_implementation=attn,
-            sequence_parallel_size=sp,
-            micro_batch_size=1,
-            seq_length_is_variable=True,
-        )
-    except (ValueError, RuntimeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigError(f"--sequence-parallel {sp}: {first}") from None
-
-
-def _sp_slice(sp: int, sp_rank: int, *rows: Any) -> list[Any]:
-    """This SP rank's contiguous slice of each (1, T) row, T padded to a multiple of `sp`.
-
-    Padding is a separate pseudo-document (position_ids restart at 0; target -1), so no real token attends to it.
-    """
-    import torch
-
-    ids, pos, targets = rows
-    n = ids.shape[1]
-    padded = -(-n // sp) * sp
-    if padded != n:
-        extra = padded - n
-        ids = torch.cat([ids, torch.zeros_like(ids[:, :1]).expand(1, extra)], dim=1)
-        pos = torch.cat([pos, torch.arange(extra, device=pos.device, dtype=pos.dtype).unsqueeze(0)], dim=1)
-        targets = torch.cat([targets, torch.full_like(targets[:, :1], -1).expand(1, extra)], dim=1)
-    chunk = padded // sp
-    sl = slice(sp_rank * chunk, (sp_rank + 1) * chunk)
-    return [ids[:, sl].contiguous(), pos[:, sl].contiguous(), targets[:, sl].contiguous()]
-
-
-def _gather_sequence(local: Any, group: Any, sp_rank: int) -> Any:
-    """All-gather the SP group's (1, n/sp) slices into (1, n).
-
-    Every SP rank then computes the same loss on the same full row, so the gradient of its own slice is exactly the
-    local gradient of that slice: backward keeps its slice and needs no communication.
-    """
-    import torch
-
-    class _Gather(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: Any) -> Any:
-            parts = [torch.empty_like(x) for _ in range(torch.distributed.get_world_size(group))]
-            torch.distributed.all_gather(parts, x.contiguous(), group=group)
-            ctx.n = x.shape[1]
-            return torch.cat(parts, dim=1)
-
-        @staticmethod
-        def backward(ctx: Any, grad: Any) -> Any:
-            return grad[:, sp_rank * ctx.n : (sp_rank + 1) * ctx.n].contiguous()
-
-    return _Gather.apply(local)
-
-
-def logprob_module(model: Any, zero3: bool = False) -> Any:
-    """Wrap a causal LM so its top-level forward returns per-position logprobs of given targets (1, T).
-
-    DeepSpeed must run the top-level module's forward (ZeRO-3 resets its parameter-fetch state in that module's
-    hooks; calling submodules directly silently dropped gradients under accumulation). The fused head reads the
-    lm_head weight directly, so under ZeRO-3 the weight is registered as an external parameter of the wrapper
-    (DeepSpeed then gathers it for the wrapper's forward and backward).
-    """
-    import torch
-
-    class LogprobLM(torch.nn.Module):
-        def __init__(self, lm: Any):
-            super().__init__()
-            self.lm = lm
-
-        def forward(self, input_ids: Any, position_ids: Any, targets: Any) -> Any:
-            return _target_logprobs(self.lm, input_ids, position_ids, targets)
-
-    wrapper = LogprobLM(model)
-    if zero3:
-        from deepspeed.runtime.zero.partition_parameters import register_external_parameter
-
-        head = model.get_output_embeddings()
-        register_external_parameter(wrapper, head.weight)
-        if getattr(head, "bias", None) is not None:
-            register_external_parameter(wrapper, head.bias)
-    return wrapper
-
-
-def packed_logprobs(model: Any, batch: Any, device: str = "cpu") -> Any:
-    """log p(input_ids[t] | <t) as (1, T) for every token, 0.0 at each sample's first token (no engine needed)."""
-    import torch
-
-    b = batch.to(device)
-    ids = b.input_ids
-    targets = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -1)], dim=1)
-    lp = _target_logprobs(model, ids, b.position_ids, targets)
-    logp = torch.cat([torch.zeros_like(lp[:, :1]), lp[:, :-1]], dim=1)
-    return logp * (b.position_ids > 0)
-
-
-def _target_logprobs(model: Any, input_ids: Any, position_ids: Any, targets: Any) -> Any:
-    """log p(targets[t] | tokens <= t) for (1, T) rows; 0.0 where targets < 0 (no lm_head work there)."""
-    # position_ids restarting at 0 separate the packed documents (packed_sdpa / flash-attn varlen read them);
-    # use_cache=False keeps transformers from building a cache.
-    hidden = model.base_model(input_ids=input_ids, position_ids=position_ids, use_cache=False).last_hidden_state
-    head = model.get_output_embeddings()
-    bias = getattr(head, "bias", None)
-    return fused_logprobs(hidden[0], head.weight, bias, targets[0]).unsqueeze(0)
-
-
-def fused_logprobs(hidden: Any, weight: Any, bias: Any, targets: Any, chunk: int = LOGIT_CHUNK) -> Any:
-    """log softmax(hidden @ weight.T + bias)[t, targets[t]] as (T,) fp32, without keeping any logits.
-
-    Rows with targets < 0 are skipped (0.0, zero gradient). The lm_head runs in chunks of `chunk` rows, in forward
-    and again in backward, so fp32 logits of a 65k-token row never exist at once and nothing of them is saved.
-    """
-
-    return _FusedLogprob.apply(hidden, weight, bias, targets, chunk)
-
-
-def _fused_logprob_fn() -> Any:
-    import torch
-
-    class FusedLogprob(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, hidden: Any, weight: Any, bias: Any, targets: Any, chunk: int) -> Any:
-            rows = torch.nonzero(targets >= 0).flatten()
-            out = torch.zeros(hidden.shape[0], dtype=torch.float32, device=hidden.device)
-            for i in range(0, rows.numel(), chunk):
-                r = rows[i : i + chunk]
-                logits = _logits(hidden.index_select(0, r), weight, bias)  # (C, V) fp32
-                tgt = targets.index_select(0, r)
-                out[r] = logits.gather(1, tgt.unsqueeze(1)).squeeze(1) - torch.logsumexp(logits, dim=1)
-            ctx.save_for_backward(hidden, weight, rows, targets)
-            ctx.has_bias, ctx.chunk = bias is not None, chunk
-            if bias is not None:
-                ctx.bias = bias
-            return out
-
-        @staticmethod
-        def backward(ctx: Any, grad_out: Any) -> Any:
-            hidden, weight, rows, targets = ctx.saved_tensors
-            bias = ctx.bias if ctx.has_bias else None
-            g_hidden = torch.zeros_like(hidden)
-            g_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
-            g_bias = torch.zeros(weight.shape[0], dtype=torch.float32, device=weight.device) if ctx.has_bias else None
-            for i in range(0, rows.numel(), ctx.chunk):
-                r = rows[i : i + ctx.chunk]
-                h = hidden.index_select(0, r)
-                logits = _logits(h, weight, bias)
-                g = grad_out.index_select(0, r).float()  # (C,)
-                # d logp / d logits = onehot(target) - softmax
-                d = torch.softmax(logits, dim=1).mul_(-g.unsqueeze(1))
-                d[torch.arange(r.numel(), device=d.device), targets.index_select(0, r)] += g
-                g_hidden[r] = (d.to(weight.dtype) @ weight).to(hidden.dtype)
-                g_weight.addmm_(d.t(), h.float())
-                if g_bias is not None:
-                    g_bias += d.sum(0)
-            g_b = g_bias.to(bias.dtype) if g_bias is not None and bias is not None else None
-            return g_hidden, g_weight.to(weight.dtype), g_b, None, None
-
-    return FusedLogprob
-
-
-def _logits(h: Any, weight: Any, bias: Any) -> Any:
-    logits = (h @ weight.t()).float()
-    return logits + bias.float() if bias is not None else logits
-
-
-class _LazyFn:
-    """The autograd Function, built on first use (torch stays out of imports of this module)."""
-
-    fn: Any = None
-
-    def apply(self, *args: Any) -> Any:
-        if self.fn is None:
-            self.fn = _fused_logprob_fn()
-        return self.fn.apply(*args)
-
-
-_FusedLogprob = _LazyFn()
-
-
-def ds_config(cfg: EngineConfig, world_size: int, bf16: bool, largest_param: int = 0) -> dict[str, Any]:
+def ds_config(cfg: TrainConfig, world_size: int, bf16: bool, largest_param: int = 0) -> dict[str, Any]:
     """The DeepSpeed config: micro-batch 1 (one packed row), accumulation driven by train_step's boundary flag."""
     zero: dict[str, Any] = {"stage": cfg.zero_stage}
     if cfg.zero_stage == 3:

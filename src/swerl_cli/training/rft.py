@@ -22,7 +22,7 @@ from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.batching import StepPlan, plan_steps
-from swerl_cli.training.data import load_samples
+from swerl_cli.training.data import DataStats, load_samples
 from swerl_cli.training.loop import MetricsLog, run_steps, tracker_spec
 from swerl_cli.training.losses import Loss, LossInputs, get_loss
 from swerl_cli.training.publish import partial_dir, publish, start_partial
@@ -32,10 +32,9 @@ from swerl_cli.training.trackers import TrackerSpec
 StepCallback = Callable[[dict[str, Any], int], None]
 
 
-def sft_loss(normalizer: float, loss: Loss | None = None) -> Callable[[Any, Any], tuple[Any, dict[str, float]]]:
-    """The engine's loss_fn for the configured rft loss (default `sft`, losses/sft.py: masked NLL / the step's
-    trainable tokens)."""
-    loss = loss if loss is not None else get_loss("sft", None, "rft")
+def rft_loss_fn(loss: Loss, normalizer: float) -> Callable[[Any, Any], tuple[Any, dict[str, float]]]:
+    """The engine's loss_fn for rft's configured loss (`cfg.loss`, default `sft`: losses/sft.py, the masked NLL
+    over the step's trainable tokens), plus the micro-batch's token count."""
 
     def loss_fn(logp: Any, batch: Any) -> tuple[Any, dict[str, float]]:
         value, st = loss(LossInputs(logp, batch.loss_mask), normalizer)
@@ -58,26 +57,21 @@ def rft_metrics(plan: StepPlan, s: dict[str, float], dt: float) -> dict[str, Any
 
 
 def run_rft(
-    cfg: RftConfig,
     records: Iterable[Located],
+    cfg: RftConfig,
     on_step: StepCallback | None = None,
     trackers: TrackerSpec | None = None,
 ) -> dict[str, Any]:
-    """Train `cfg.model` on the records' trainable tokens; returns the swerl.summary/1 record."""
+    """Train `cfg.model` on the records' trainable tokens into `cfg.output`; returns the swerl.summary/1 record."""
     # stdout carries records only: DeepSpeed and transformers print build/progress notes, so send them to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        return _run_rft(cfg, records, on_step, trackers)
+        return _run_rft(records, cfg, on_step, trackers)
 
 
-def _run_rft(
-    cfg: RftConfig, records: Iterable[Located], on_step: StepCallback | None, trackers: TrackerSpec | None
-) -> dict[str, Any]:
-    from swerl_cli.training.engine import EngineConfig, TrainEngine, load_tokenizer
+def _prepare(records: Iterable[Located], cfg: RftConfig) -> tuple[Any, list[Any], DataStats, list[StepPlan]]:
+    """The tokenizer, the trainable samples (data.py) and their optimizer steps."""
+    from swerl_cli.core.model_dir import load_tokenizer
 
-    out = Path(cfg.output)
-    # Everything is written to OUTPUT.partial and renamed into place at the end (publish.py): an interrupted run
-    # never leaves old weights beside new metrics. --resume continues an interrupted run's OUTPUT.partial.
-    partial = start_partial(out, keep=cfg.resume) if dist.is_main() else partial_dir(out)
     tok = load_tokenizer(cfg.model)
     samples, stats = load_samples(
         records,
@@ -92,10 +86,9 @@ def _run_rft(
     if not samples:
         raise InputError(None, None, None, f"no trainable trajectories in the input ({stats.records} records read)")
     dist.ensure_dist_env()
-    world = dist.world_size()
     plans = plan_steps(
         samples,
-        world_size=max(1, world // cfg.sequence_parallel),  # data-parallel shares: an SP group trains one
+        world_size=max(1, dist.world_size() // cfg.sequence_parallel),  # data-parallel shares: an SP group trains one
         micro_batch_tokens=cfg.micro_batch_tokens or cfg.max_seq_len,
         batch_size=cfg.batch_size,
         batch_tokens=cfg.batch_tokens,
@@ -103,36 +96,30 @@ def _run_rft(
         shuffle=cfg.shuffle,
         epochs=cfg.epochs,
     )
-    run_config = {**config_to_dict(cfg), "world_size": world, "total_steps": len(plans)}
-    engine = TrainEngine.from_config(EngineConfig.from_stage(cfg), total_steps=len(plans))
+    return tok, samples, stats, plans
+
+
+def _run_rft(
+    records: Iterable[Located], cfg: RftConfig, on_step: StepCallback | None, trackers: TrackerSpec | None
+) -> dict[str, Any]:
+    from swerl_cli.training.engine import TrainEngine
+
+    out = Path(cfg.output)
+    # Everything is written to OUTPUT.partial and renamed into place at the end (publish.py): an interrupted run
+    # never leaves old weights beside new metrics. --resume continues an interrupted run's OUTPUT.partial.
+    partial = start_partial(out, keep=cfg.resume) if dist.is_main() else partial_dir(out)
+    tok, samples, stats, plans = _prepare(records, cfg)
+    run_config = {**config_to_dict(cfg), "world_size": dist.world_size(), "total_steps": len(plans)}
+    engine = TrainEngine.from_config(cfg, total_steps=len(plans), tokenizer=tok)
     log: MetricsLog | None = None
     metrics_path = Path(cfg.metrics) if cfg.metrics else partial / "metrics.jsonl"
     try:
         start = _resume_from(engine, out, partial, metrics_path, cfg) if cfg.resume else 0
         spec = tracker_spec(cfg.report_to, metrics_path, trackers)
         log = MetricsLog(metrics_path, kind="rft", start=start, trackers=spec, run_config=run_config)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         stop = len(plans) if cfg.max_steps is None else min(len(plans), cfg.max_steps)
-        loss = get_loss(cfg.loss, cfg, "rft")
-
-        def checkpoint(step: int) -> None:
-            if cfg.save_every and (step % cfg.save_every == 0 or step == stop):
-                engine.save_checkpoint(partial / "ds_checkpoints", step, {}, keep=cfg.keep_checkpoints)
-
-        last = run_steps(
-            engine,
-            plans,
-            samples,
-            pad,
-            loss_for=lambda plan: sft_loss(plan.n_trainable, loss),
-            metrics_for=rft_metrics,
-            log=log,
-            start=start,
-            stop=stop,
-            on_step=on_step,
-            after_step=checkpoint,
-        )
-        total_tokens = sum(p.n_tokens for p in plans[start:stop])
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        last = _train(engine, cfg, plans, samples, pad, log, start, stop, on_step, partial)
         engine.export(partial, run_config)
     finally:
         if log is not None:
@@ -140,8 +127,6 @@ def _run_rft(
         dist.shutdown()
     if dist.is_main():
         publish(partial, out)
-    if not cfg.metrics:
-        metrics_path = out / "metrics.jsonl"
     return {
         "schema": schema_tag(SUMMARY),
         "kind": "rft",
@@ -149,12 +134,46 @@ def _run_rft(
         "steps": last.get("step", start),
         "total_steps": len(plans),
         "resumed_from": start,
-        "tokens": total_tokens,
+        "tokens": sum(p.n_tokens for p in plans[start:stop]),
         "final_loss": last.get("loss"),
-        "metrics_file": str(metrics_path),
+        "metrics_file": str(Path(cfg.metrics) if cfg.metrics else out / "metrics.jsonl"),
         "data": {k: getattr(stats, k) for k in stats.__slots__},
         "config": run_config,
     }
+
+
+def _train(
+    engine: Any,
+    cfg: RftConfig,
+    plans: list[StepPlan],
+    samples: list[Any],
+    pad: int,
+    log: MetricsLog,
+    start: int,
+    stop: int,
+    on_step: StepCallback | None,
+    partial: Path,
+) -> dict[str, Any]:
+    """Optimizer steps plans[start:stop] with the configured loss; resumable checkpoints every `save_every`."""
+    loss = get_loss(cfg.loss, cfg, "rft")
+
+    def checkpoint(step: int) -> None:
+        if cfg.save_every and (step % cfg.save_every == 0 or step == stop):
+            engine.save_checkpoint(partial / "ds_checkpoints", step, {}, keep=cfg.keep_checkpoints)
+
+    return run_steps(
+        engine,
+        plans,
+        samples,
+        pad,
+        loss_for=lambda plan: rft_loss_fn(loss, plan.n_trainable),
+        metrics_for=rft_metrics,
+        log=log,
+        start=start,
+        stop=stop,
+        on_step=on_step,
+        after_step=checkpoint,
+    )
 
 
 def _resume_from(engine: Any, out: Path, partial: Path, metrics_path: Path, cfg: RftConfig) -> int:

@@ -13,10 +13,9 @@ from swerl_cli.training.train_config import TrainConfig
 
 @dataclass(frozen=True, slots=True)
 class RftConfig(TrainConfig):
-    """One RFT run. Field names are the CLI flags with '-' for '_'; optimizer/engine fields come from TrainConfig."""
+    """One RFT run. Field names are the CLI flags with '-' for '_'; the model, output and metrics paths and the
+    optimizer/engine fields come from TrainConfig."""
 
-    model: str = ""
-    output: str = ""
     # Optimisation (paper §4.2); the other optimizer fields keep TrainConfig's defaults (AdamW 0.9/0.999/1e-8,
     # weight decay 0.1, clip 1.0).
     lr: float = 5e-6
@@ -39,7 +38,6 @@ class RftConfig(TrainConfig):
     save_every: int = 0  # steps between resumable DeepSpeed checkpoints (0: only at the end)
     keep_checkpoints: int = 2
     resume: bool = False
-    metrics: str | None = None  # default OUTPUT/metrics.jsonl
     report_to: str = "none"  # none | tensorboard | wandb
 
     def __post_init__(self) -> None:

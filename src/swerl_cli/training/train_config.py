@@ -1,7 +1,9 @@
-"""TrainConfig: the optimizer and engine fields `swerl rft` and `swerl dapo` share, declared once.
+"""TrainConfig: what `swerl rft` and `swerl dapo` share, declared once: the model to train, where the checkpoint
+and metrics go, and the optimizer and engine fields.
 
-RftConfig, DapoConfig and the engine's EngineConfig extend it; a stage changes a default by redeclaring the field
-(RFT: lr 5e-6, 10 warmup steps, cosine; DAPO: lr 1e-6, constant). Free of torch so `--help` stays light.
+RftConfig and DapoConfig extend it, and the engine (engine.py) takes any of them; a stage changes a default by
+redeclaring the field (RFT: lr 5e-6, 10 warmup steps, cosine; DAPO: lr 1e-6, constant). Free of torch so `--help`
+stays light.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ ATTN_IMPLEMENTATIONS = ("auto", "packed_sdpa", "sdpa", "flash_attention_2", "eag
 
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
-    """Optimizer (AdamW + warmup/schedule + clipping) and engine (ZeRO, dtype, attention, SP) knobs."""
+    """Paths (model in, checkpoint and metrics out), optimizer (AdamW + warmup/schedule + clipping) and engine
+    (ZeRO, dtype, attention, SP) knobs."""
 
+    model: str = ""  # the model to train: a save_pretrained dir or hub name (dapo: checkpoint k)
+    output: str = ""  # the checkpoint directory to write (dapo: checkpoint k+1), published whole (publish.py)
+    metrics: str | None = None  # the metrics JSONL; default OUTPUT/metrics.jsonl
     lr: float = 5e-6
     weight_decay: float = 0.1
     adam_beta1: float = 0.9
@@ -36,6 +42,9 @@ class TrainConfig:
     attn_implementation: str = "auto"
     sequence_parallel: int = 1  # Ulysses SP degree: each sequence is split over this many ranks
     max_seq_len: int = 65536
+
+    def __post_init__(self) -> None:
+        self.validate("train")
 
     def validate(self, kind: str) -> None:
         """One-line ConfigError naming `kind config: field 'x'` and the fix; subclasses call it first."""
@@ -68,11 +77,6 @@ class TrainConfig:
             )
         if self.max_seq_len < 2:
             raise bad("max_seq_len", f"must be >= 2, got {self.max_seq_len}")
-
-
-def train_fields(cfg: object) -> dict[str, object]:
-    """The TrainConfig fields of any config that extends it (what the engine needs)."""
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(cfg, f.name)}
 
 
 def field_names(cls: type) -> set[str]:
