@@ -12,7 +12,7 @@ import pytest
 
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.dapo_config import DapoConfig
-from swerl_cli.training.losses import LOSSES, check_loss, get_loss, loss_names
+from swerl_cli.training.losses import LOSSES, Loss, LossInputs, check_loss, get_loss, loss_names, register
 from swerl_cli.training.rft_config import RftConfig
 
 torch = pytest.importorskip("torch")
@@ -75,6 +75,33 @@ def test_default_sft_loss_is_bit_identical_to_the_pre_registry_loss():
     assert loss.item().hex() == SFT_LOSS
     assert [x.hex() for x in logp.grad[0].tolist()][:8] == SFT_GRAD_HEAD
     assert stats == {"nll_sum": pytest.approx(24.795604705810547, abs=0), "trainable_tokens": 22.0, "tokens": 36.0}
+
+
+def test_a_loss_added_from_outside_the_package_is_selected_by_the_config_field():
+    """docs/architecture.md "where to add" a loss: one `@register` class; `loss: <name>` selects it and rft's
+    engine loss_fn runs it (here: half the masked NLL, against the registered `sft`)."""
+    from swerl_cli.training.rft import rft_loss_fn
+
+    @register
+    class HalfNll(Loss):
+        name, stage = "test-half-nll", "rft"
+
+        def __call__(self, x: LossInputs, normalizer: float | None) -> tuple:
+            nll = -(x.logp * x.mask).sum()
+            return 0.5 * nll / normalizer, {"nll_sum": nll.detach(), "trainable_tokens": x.mask.sum()}
+
+    try:
+        cfg = RftConfig(model="m", output="o", loss="test-half-nll")
+        assert "test-half-nll" in loss_names("rft")
+        batch, logp = _case()
+        half, stats = rft_loss_fn(get_loss(cfg.loss, cfg, "rft"), 17.0)(logp, batch)
+        full, _ = rft_loss_fn(get_loss("sft", cfg, "rft"), 17.0)(logp, batch)
+        assert half.item() == pytest.approx(full.item() / 2, rel=1e-6)
+        assert stats["tokens"] == 36.0
+    finally:
+        LOSSES.pop("test-half-nll")
+    with pytest.raises(ConfigError, match="unknown loss 'test-half-nll'"):
+        RftConfig(model="m", output="o", loss="test-half-nll")
 
 
 def test_registry_names_by_stage():

@@ -31,7 +31,7 @@ from swerl_cli.streams.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.advantages import Selection, select_samples
 from swerl_cli.training.batching import StepPlan, plan_steps
-from swerl_cli.training.checkpoint import OPTIMIZER_STATE_DIR, PriorRun, load_optimizer_state
+from swerl_cli.training.checkpoint import OPTIMIZER_STATE_DIR, PriorRun
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.dapo_loss import old_logprob_pass
 from swerl_cli.training.dapo_steps import DapoSteps, diff_warning
@@ -150,7 +150,7 @@ def _run_dapo(records: Iterable[Located], cfg: DapoConfig, log: Log, trackers: T
     engine = TrainEngine.from_config(cfg, total_steps=len(data.plans), tokenizer=data.tokenizer)
     timing = {"engine_init_s": time.perf_counter() - t_init}
     prior = PriorRun.read(cfg.model)  # checkpoint k's run config, read once
-    carried = load_optimizer_state(engine, cfg.model, prior, cfg, log)
+    carried = prior.load_optimizer_state(engine, cfg, log)
     metrics_log: MetricsLog | None = None
     try:
         metrics_log = MetricsLog(

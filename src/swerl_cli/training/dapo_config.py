@@ -19,8 +19,9 @@ TOKEN_NORMS = ("step", "iteration")
 
 @dataclass(frozen=True, slots=True)
 class DapoConfig(TrainConfig):
-    """One iteration's DAPO update. Field names are the CLI flags with '-' for '_'; optimizer/engine fields
-    (AdamW 0.9/0.999/1e-8, weight decay 0.1, clip 1.0, ZeRO, dtype, attention, SP) come from TrainConfig."""
+    """One iteration's DAPO update. Field names are the CLI flags with '-' for '_'; the paths (model: checkpoint k,
+    output: checkpoint k+1, metrics) and the optimizer/engine fields (AdamW 0.9/0.999/1e-8, weight decay 0.1, clip
+    1.0, ZeRO, dtype, attention, SP) come from TrainConfig."""
 
     # Objective (paper Eq. 2-4, 8; Table 3 Stage 1).
     eps_low: float = 0.2
