@@ -5,10 +5,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import typer
 import typer.main
+from typer.testing import CliRunner
 
 from swerl_cli.cli import app
+from swerl_cli.cli._flags import Flags, config_options
 from swerl_cli.collect import CollectConfig
+from swerl_cli.core.config import flag, flag_fields, resolve_config
+from swerl_cli.executor import JobSettings
 from swerl_cli.grading.grade import GradeConfig
 
 # Options of a command that are not config fields: where records go, and what to do with the output.
@@ -35,3 +40,79 @@ def test_every_config_flag_is_its_fields_twin(path, cfg):
             or f"{twin}/--no-{param.replace('_', '-')}" in longs
             or any(o.split("/")[0] == twin for o in longs)
         ), f"swerl {' '.join(path)}: field {param!r} has flags {longs}, not {twin}"
+
+
+def _command(path: list[str]):
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    return cmd
+
+
+@pytest.mark.parametrize(
+    ("path", "cfg"), [(["grade"], GradeConfig), (["collect"], CollectConfig), (["tasks", "validate"], GradeConfig)]
+)
+def test_a_config_flag_is_declared_once_on_its_field(path, cfg):
+    """The help (and metavar) of every option that is a config field is the one its field declares."""
+    specs = {f.name: spec for f, spec in flag_fields(cfg)}
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    params = [p for p in _command(path).params if p.name in fields]
+    assert params
+    for p in params:
+        assert p.name in specs, f"swerl {' '.join(path)}: --{p.name} is not declared on its field"
+        assert p.help == specs[p.name].help
+        if specs[p.name].metavar:
+            assert p.metavar == specs[p.name].metavar
+
+
+def test_the_job_flags_are_the_same_on_every_command_that_runs_jobs():
+    job = {f.name for f in dataclasses.fields(JobSettings)}
+    assert len(job) == 7
+    for path in (["collect"], ["grade"], ["tasks", "validate"]):
+        opts = {p.name: (p.opts, p.help, p.metavar) for p in _command(path).params if p.name in job}
+        assert opts == {p.name: (p.opts, p.help, p.metavar) for p in _command(["grade"]).params if p.name in job}
+        assert set(opts) == job
+
+
+@dataclasses.dataclass(frozen=True)
+class _Base:
+    depth: int = flag(1, "How deep.", metavar="N")
+    level: int = flag(0, "A base field.")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Toy(_Base):
+    name: str = flag("x", "A name.", names=("--name", "-n"))
+    urls: tuple[str, ...] = flag((), "A URL; repeat for more.")
+    fast: bool = flag(False, "Go fast.")
+    depth: int = flag(1, "How deep (redeclared).", metavar="N")
+    hidden: int = 7  # YAML only: no flag
+
+
+def _toy_app():
+    seen: list[_Toy] = []
+    toy = typer.Typer(add_completion=False)
+
+    @toy.command()
+    @config_options(_Toy)
+    def run(config: str | None = None, flags: Flags | None = None) -> None:
+        seen.append(resolve_config(_Toy, config, **(flags or {})))
+
+    return toy, seen
+
+
+def test_generated_options_keep_the_yaml_unless_given(tmp_path):
+    toy, seen = _toy_app()
+    runner = CliRunner()
+    yaml = tmp_path / "c.yaml"
+    yaml.write_text("name: from-yaml\nurls: [a]\nfast: true\ndepth: 3\nhidden: 9\n")
+    assert runner.invoke(toy, ["--config", str(yaml)]).exit_code == 0
+    assert seen[-1] == _Toy(name="from-yaml", urls=("a",), fast=True, depth=3, hidden=9)
+    res = runner.invoke(toy, ["--config", str(yaml), "-n", "flag", "--urls", "b", "--urls", "c", "--no-fast"])
+    assert res.exit_code == 0, res.output
+    assert seen[-1] == _Toy(name="flag", urls=("b", "c"), fast=False, depth=3, hidden=9)
+    assert runner.invoke(toy, ["--hidden", "1"]).exit_code == 2  # not a flag
+    params = {p.name: p for p in typer.main.get_command(toy).params}
+    assert (params["depth"].help, params["depth"].metavar) == ("How deep (redeclared).", "N")
+    # in --help: the command's own options, then the subclass's fields (a redeclared one among them), then the base's
+    assert list(params) == ["config", "name", "urls", "fast", "depth", "level"]

@@ -49,28 +49,6 @@ APPEND_OUTPUT = Annotated[
         "--resume keeps it); a second run on the same file is refused.",
     ),
 ]
-# Scale-out on a Ray cluster: the same flags on collect, grade, tasks validate and tasks pull.
-RAY = Annotated[
-    str | None,
-    typer.Option(
-        "--ray",
-        metavar="ADDRESS",
-        help="Run jobs on the Ray cluster at HOST:PORT ('auto': the cluster this machine belongs to); default: "
-        "$SWERL_RAY_ADDRESS, else this machine.",
-    ),
-]
-EPISODE_CPUS = Annotated[
-    float | None, typer.Option(metavar="N", help="With --ray: CPUs Ray reserves per job [default: 0.5].")
-]
-EPISODE_MEMORY_GB = Annotated[
-    float | None, typer.Option(metavar="GB", help="With --ray: memory Ray reserves per job [default: 2].")
-]
-MAX_EPISODE_RETRIES = Annotated[
-    int | None,
-    typer.Option(
-        metavar="N", help="With --ray: reruns of a job whose node or worker died, then an error record [default: 2]."
-    ),
-]
 CONFIG = Annotated[
     str | None,
     typer.Option("--config", "-c", metavar="YAML", help="YAML config file; explicit flags override its values."),

@@ -1,25 +1,36 @@
-"""Image options shared by collect, grade, tasks validate and tasks pull, and the call that applies them."""
+"""The job options (task images and Ray) of collect, grade, tasks validate and tasks pull, and what applies them.
+
+They are the fields of `executor.JobSettings`, declared there with their help: a config that extends it gets them
+as flags through `config_options`; a command that takes one alone uses the option built here from the same field.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-import typer
+import dataclasses
+from typing import Annotated, Any, TypeVar
 
 from swerl_cli.cli._common import err_console
+from swerl_cli.cli._flags import Flags, option
+from swerl_cli.core.config import resolve_config
+from swerl_cli.executor import JobSettings, ray_address
 
-REGISTRY = Annotated[
-    str | None,
-    typer.Option(metavar="HOST[:PORT]/NAMESPACE", help="Pull every task image from this mirror (same name and tag)."),
-]
-PULL = Annotated[
-    bool | None,
-    typer.Option("--pull/--no-pull", help="Pull a task's missing image (default) or fail naming the fetch command."),
-]
-IMAGE_BUDGET = Annotated[
-    float | None,
-    typer.Option(metavar="GB", help="Remove least recently used pulled images not in use past this many GB."),
-]
+C = TypeVar("C", bound=JobSettings)
+
+REGISTRY = Annotated[str | None, option(JobSettings, "registry")]
+PULL = Annotated[bool | None, option(JobSettings, "pull")]
+IMAGE_BUDGET = Annotated[float | None, option(JobSettings, "image_budget_gb")]
+RAY = Annotated[str | None, option(JobSettings, "ray")]
+
+
+def job_fields() -> tuple[str, ...]:
+    """The names of the job fields (flags `--registry` ... `--max-episode-retries`)."""
+    return tuple(f.name for f in dataclasses.fields(JobSettings))
+
+
+def resolve_job_config(cls: type[C], config: str | None, flags: Flags | None) -> C:
+    """`resolve_config` for a config with the job fields: `--ray` unset falls back to $SWERL_RAY_ADDRESS."""
+    flags = flags or {}
+    return resolve_config(cls, config, **{**flags, "ray": ray_address(flags.get("ray"))})
 
 
 def apply_images(cfg: Any, command: str) -> None:

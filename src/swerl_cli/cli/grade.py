@@ -7,20 +7,10 @@ from typing import Annotated
 import orjson
 import typer
 
-from swerl_cli.cli._common import (
-    APPEND_OUTPUT,
-    CONFIG,
-    EPISODE_CPUS,
-    EPISODE_MEMORY_GB,
-    INPUTS,
-    MAX_EPISODE_RETRIES,
-    RAY,
-    boundary,
-    err_console,
-)
-from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
-from swerl_cli.core.config import resolve_config
-from swerl_cli.executor import node_label, open_executor, ray_address
+from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, err_console
+from swerl_cli.cli._flags import Flags, config_options
+from swerl_cli.cli._images import apply_images, resolve_job_config, worker_images
+from swerl_cli.executor import node_label, open_executor
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.jobs import grade_records, load_tasks
 from swerl_cli.grading.summary import GradeSummary
@@ -46,54 +36,17 @@ def register(app: typer.Typer) -> None:
 
 
 @boundary("grade")
+@config_options(GradeConfig)
 def _grade(
     inputs: INPUTS = None,
     output: APPEND_OUTPUT = None,
     config: CONFIG = None,
     tasks: Annotated[str | None, typer.Option(metavar="FILE", help="Task records for prediction rows.")] = None,
-    workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes graded in parallel [default: 1].")] = None,
-    timeout_s: Annotated[
-        float | None, typer.Option(metavar="S", help="test_cmd timeout in seconds [default: 1800].")
-    ] = None,
-    sandbox: Annotated[str | None, typer.Option(help="Sandbox backend: docker, podman or local.")] = None,
-    repo_dir: Annotated[str | None, typer.Option(help="Repository clones for --sandbox local.")] = None,
-    run_id: Annotated[str | None, typer.Option(help="Label for this run's containers [default: generated].")] = None,
-    memory_mb: Annotated[int | None, typer.Option(help="Memory limit per sandbox in MiB [default: 4096].")] = None,
-    cpus: Annotated[float | None, typer.Option(help="CPU limit per sandbox [default: 1.0].")] = None,
-    network: Annotated[bool | None, typer.Option("--network/--no-network", help="Give sandboxes a network.")] = None,
-    registry: REGISTRY = None,
-    pull: PULL = None,
-    image_budget_gb: IMAGE_BUDGET = None,
-    sandbox_user: Annotated[
-        str | None, typer.Option(metavar="USER", help="User the tests run as [default: the image's; root is explicit].")
-    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip ids already in the output file.")] = False,
     report: Annotated[str | None, typer.Option(metavar="FILE", help="Write a SWE-bench-style summary JSON.")] = None,
-    ray: RAY = None,
-    episode_cpus: EPISODE_CPUS = None,
-    episode_memory_gb: EPISODE_MEMORY_GB = None,
-    max_episode_retries: MAX_EPISODE_RETRIES = None,
+    flags: Flags | None = None,
 ) -> None:
-    cfg = resolve_config(
-        GradeConfig,
-        config,
-        workers=workers,
-        timeout_s=timeout_s,
-        sandbox=sandbox,
-        repo_dir=repo_dir,
-        run_id=run_id,
-        memory_mb=memory_mb,
-        cpus=cpus,
-        network=network,
-        registry=registry,
-        pull=pull,
-        image_budget_gb=image_budget_gb,
-        sandbox_user=sandbox_user,
-        ray=ray_address(ray),
-        episode_cpus=episode_cpus,
-        episode_memory_gb=episode_memory_gb,
-        max_episode_retries=max_episode_retries,
-    )
+    cfg = resolve_job_config(GradeConfig, config, flags)
     apply_images(cfg, "grade")
     task_map = load_tasks(read_rows(tasks)) if tasks else None
     summary = GradeSummary()

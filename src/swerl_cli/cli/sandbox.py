@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from swerl_cli.cli._common import RAY, boundary, err_console
+from swerl_cli.cli._common import boundary, err_console
+from swerl_cli.cli._images import RAY
 from swerl_cli.sandbox import DEFAULT_BACKEND, choices
 
 app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)

@@ -7,18 +7,10 @@ from typing import Annotated, Any
 import typer
 
 from swerl_cli.cli import tasks_mine, tasks_pull, tasks_synth
-from swerl_cli.cli._common import (
-    CONFIG,
-    EPISODE_CPUS,
-    EPISODE_MEMORY_GB,
-    INPUTS,
-    MAX_EPISODE_RETRIES,
-    OUTPUT,
-    RAY,
-    boundary,
-    err_console,
-)
-from swerl_cli.cli._images import IMAGE_BUDGET, PULL, REGISTRY, apply_images, worker_images
+from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._flags import Flags, config_options
+from swerl_cli.cli._images import apply_images, job_fields, resolve_job_config, worker_images
+from swerl_cli.grading.config import GradeConfig
 from swerl_cli.sandbox import DEFAULT_BACKEND
 from swerl_cli.streams.jsonl import read_many
 from swerl_cli.streams.outputs import open_output
@@ -145,27 +137,17 @@ def _build_row(
 
 @app.command("validate", help="Grade gold and empty patches R times per task; write tasks with a validation field.")
 @boundary("tasks validate")
+@config_options(GradeConfig, include=("workers", "timeout_s", "run_id", *job_fields()))
 def _validate(
     inputs: INPUTS = None,
     output: OUTPUT = None,
     config: CONFIG = None,
     repeats: Annotated[int, typer.Option("--repeats", "-r", metavar="R", help="Runs of each patch.")] = 2,
-    workers: Annotated[int | None, typer.Option(metavar="N", help="Sandboxes in parallel [default: 1].")] = None,
-    timeout_s: Annotated[float | None, typer.Option(metavar="S", help="test_cmd timeout in seconds.")] = None,
-    run_id: Annotated[str | None, typer.Option(help="Label for this run's containers.")] = None,
-    registry: REGISTRY = None,
-    pull: PULL = None,
-    image_budget_gb: IMAGE_BUDGET = None,
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip tasks already in the output file.")] = False,
-    ray: RAY = None,
-    episode_cpus: EPISODE_CPUS = None,
-    episode_memory_gb: EPISODE_MEMORY_GB = None,
-    max_episode_retries: MAX_EPISODE_RETRIES = None,
+    flags: Flags | None = None,
 ) -> None:
-    from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import ConfigError
-    from swerl_cli.executor import open_executor, ray_address
-    from swerl_cli.grading.grade import GradeConfig
+    from swerl_cli.executor import open_executor
     from swerl_cli.grading.validate import summarize, validate_tasks
     from swerl_cli.sandbox import uses_images
     from swerl_cli.streams.records import Task, check_schema
@@ -173,20 +155,7 @@ def _validate(
 
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1; got {repeats}")
-    cfg = resolve_config(
-        GradeConfig,
-        config,
-        workers=workers,
-        timeout_s=timeout_s,
-        run_id=run_id,
-        registry=registry,
-        pull=pull,
-        image_budget_gb=image_budget_gb,
-        ray=ray_address(ray),
-        episode_cpus=episode_cpus,
-        episode_memory_gb=episode_memory_gb,
-        max_episode_retries=max_episode_retries,
-    )
+    cfg = resolve_job_config(GradeConfig, config, flags)
     apply_images(cfg, "tasks validate")
     tasks, refused = [], []
     for loc in read_many(inputs or []):

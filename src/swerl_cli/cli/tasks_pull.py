@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, RAY, boundary, err_console
-from swerl_cli.cli._images import IMAGE_BUDGET, REGISTRY
+from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
+from swerl_cli.cli._images import IMAGE_BUDGET, RAY, REGISTRY
 from swerl_cli.sandbox import DEFAULT_BACKEND
 
 HELP = """Pull the image of every task (each distinct image once; present ones are skipped) with the user's docker

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.agent.loop import AgentSettings
-from swerl_cli.core.config import check_positive
+from swerl_cli.core.config import check_positive, flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
 from swerl_cli.policy import DEFAULT_POLICY
@@ -30,48 +30,62 @@ def _subset(cls: type, source: Any) -> Any:
 class CollectConfig(JobSettings):
     """Everything `swerl collect` needs; flags are the kebab-case twins of these fields."""
 
-    policy: str = DEFAULT_POLICY
-    model: str | None = None
-    base_url: tuple[str, ...] = ()
+    # Fields with `flag(...)` are flags of `swerl collect`, in this order in its --help; the rest are YAML only.
+    policy: str = flag(DEFAULT_POLICY, "Policy backend: openai, hf, vllm, gold, gold-steps, replay.")
+    model: str | None = flag(None, "Model name (openai) or checkpoint directory (hf, vllm).")
+    base_url: tuple[str, ...] = flag((), "OpenAI-compatible base URL (…/v1); repeat to spread load.")
+    replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
+    policy_version: str | None = flag(
+        None,
+        "Checkpoint identity recorded in policy.version and each turn's policy_version; 'server' (openai): read "
+        "each turn's from the server's GET /weight_info (the async loop).",
+    )
+    samples: int = flag(1, "Samples per task (the group size G).")
+    concurrency: int = flag(4, "Episodes running at once.")
+    prefetch: int | None = flag(None, "Sandboxes started ahead for queued episodes (default: --concurrency; 0 = off).")
+    run: str = flag("run0", "Run name recorded in every trajectory (ids are instance/run/sample).")
+    shard: str | None = flag(None, "Only tasks i, i+n, ... of the input: i/n.")
+    max_turns: int = flag(_AGENT.max_turns, "Assistant turns per episode (paper: 40, then 80).")
+    max_context_tokens: int = flag(_AGENT.max_context_tokens, "Context budget in tokens (paper: 65536 / 131072).")
+    command_timeout_s: float = flag(_AGENT.command_timeout_s, "Time limit of one command in the sandbox.")
+    episode_timeout_s: float = flag(_AGENT.episode_timeout_s, "Wall-time limit of one episode.")
+    max_observation_chars: int = flag(_AGENT.max_observation_chars, "Observations longer than this are cut.")
+    max_format_errors: int = flag(_AGENT.max_format_errors, "Consecutive format errors that end an episode.")
+    action_format: str = flag(_AGENT.action_format, "text (```command blocks, the paper's) or tools (native).")
+    demo: bool = flag(_AGENT.demo, "Add the one-shot demonstration (RFT data).")
+    prompt_config: str | None = flag(None, "Prompt YAML file (default: the packaged paper-style one).")
+    temperature: float = flag(_SAMPLING.temperature, "Sampling temperature (default 1.0, unbiased).")
+    top_p: float = flag(_SAMPLING.top_p, "Nucleus cut (default 1.0 = off; < 1 marks the run biased).")
+    top_k: int = flag(_SAMPLING.top_k, "Top-k cut (default -1 = off).")
+    min_p: float = flag(_SAMPLING.min_p, "Min-p cut (default 0 = off).")
+    repetition_penalty: float = flag(_SAMPLING.repetition_penalty, "Repetition penalty (default 1.0 = off).")
+    max_new_tokens: int = flag(_SAMPLING.max_new_tokens, "Tokens per assistant turn.")
+    seed: int | None = flag(_SAMPLING.seed, "Base sampling seed (sample s uses seed + s).")
+    sandbox: str = flag(DEFAULT_BACKEND, "Sandbox backend: docker, podman or local.")
+    network: bool = flag(False, "Give sandboxes network access.")
+    # None: the image's USER (swerl-built images: unprivileged `swerl`)
+    sandbox_user: str | None = flag(
+        None,
+        "Episode user (default: the image's, unprivileged `swerl` in images swerl builds; root is an explicit choice).",
+        metavar="USER",
+    )
+    request_timeout_s: float = flag(600.0, "Hard timeout of one policy request.")
+    max_retries: int = flag(5, "Retries of a failed policy request (429/5xx/connection).")
+    device: str = flag("cpu", "Device of the hf policy (cpu, cuda).")
+    dtype: str = flag(  # the sampler's (hf, vllm)
+        "auto",
+        "Sampler dtype of the hf and vllm policies: auto (default: the trainer's, fp32 on CPU, bf16 on CUDA), "
+        "float32 (fp32), bfloat16 (bf16), float16 (fp16).",
+    )
+    tensor_parallel_size: int = flag(1, "GPUs per vLLM engine (vllm policy).")
+    gpu_memory_utilization: float = flag(0.9, "Share of GPU memory vLLM may take (vllm policy; default 0.9).")
     api_key: str | None = None
-    replay: str | None = None
-    policy_version: str | None = None
-    device: str = "cpu"
-    dtype: str = "auto"  # the sampler's (hf, vllm): auto = the trainer's (fp32 on CPU, bf16 on CUDA)
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
-    vllm_engine_args: dict[str, Any] | None = None  # any other AsyncEngineArgs field (YAML only)
+    vllm_engine_args: dict[str, Any] | None = None  # any other AsyncEngineArgs field
     vllm_extras: bool = True
-    request_timeout_s: float = 600.0
-    max_retries: int = 5
     backoff_s: float = 1.0
-    samples: int = 1
-    concurrency: int = 4
-    prefetch: int | None = None
-    run: str = "run0"
-    shard: str | None = None
-    max_turns: int = _AGENT.max_turns
-    max_context_tokens: int = _AGENT.max_context_tokens
-    command_timeout_s: float = _AGENT.command_timeout_s
-    episode_timeout_s: float = _AGENT.episode_timeout_s
-    max_observation_chars: int = _AGENT.max_observation_chars
-    max_format_errors: int = _AGENT.max_format_errors
     window: int = _AGENT.window
-    action_format: str = _AGENT.action_format
-    demo: bool = _AGENT.demo
-    prompt_config: str | None = None
-    temperature: float = _SAMPLING.temperature
-    top_p: float = _SAMPLING.top_p
-    top_k: int = _SAMPLING.top_k
-    min_p: float = _SAMPLING.min_p
-    repetition_penalty: float = _SAMPLING.repetition_penalty
-    max_new_tokens: int = _SAMPLING.max_new_tokens
-    seed: int | None = _SAMPLING.seed
-    sandbox: str = DEFAULT_BACKEND
-    sandbox_user: str | None = None  # None: the image's USER (swerl-built images: unprivileged `swerl`)
     memory_mb: int = 4096
     cpus: float = 1.0
-    network: bool = False
     # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
 
     def __post_init__(self) -> None:

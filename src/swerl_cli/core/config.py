@@ -4,7 +4,8 @@ Usage in a stage (configs are frozen dataclasses validated in `__post_init__`):
 
     cfg = resolve_config(DapoConfig, config_path, eps_high=eps_high, group_size=None)
 
-Flags left at None mean "not given" and do not override the file.
+Flags left at None mean "not given" and do not override the file. A field that is also a flag says so once,
+with its help: `samples: int = flag(1, "Samples per task.")`; the CLI builds the command's option from it.
 """
 
 from __future__ import annotations
@@ -194,6 +195,35 @@ def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any
         if path is not None and not str(e).startswith(str(path)):
             raise ConfigError(f"{path}: {e}") from None
         raise
+
+
+# The dataclass-field metadata key under which a field's `Flag` is kept.
+FLAG = "swerl.flag"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Flag:
+    """How a config field appears on the command line: its help, and where needed a metavar and explicit names
+    (`("--model", "-m")`, `("--mask-format-errors/--train-format-errors",)`); by default `--field-name`."""
+
+    help: str
+    metavar: str | None = None
+    names: tuple[str, ...] = ()
+
+
+def flag(default: Any, help: str, *, metavar: str | None = None, names: tuple[str, ...] = ()) -> Any:
+    """A dataclass field that is also a flag of the commands built on its config, its help declared here only."""
+    return dataclasses.field(default=default, metadata={FLAG: Flag(help, metavar, names)})
+
+
+def flag_fields(cls: type) -> list[tuple[dataclasses.Field[Any], Flag]]:
+    """The flag fields of config class `cls` in help order: the most derived class's fields first (a field it
+    redeclares counts as its own), then each base class's, each in declaration order."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    names: dict[str, None] = {}
+    for klass in cls.__mro__:
+        names.update(dict.fromkeys(klass.__dict__.get("__annotations__", {})))
+    return [(fields[n], fields[n].metadata[FLAG]) for n in names if n in fields and FLAG in fields[n].metadata]
 
 
 def check_positive(name: str, value: float, *, zero_ok: bool = False) -> None:

@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError, JobLostError
 
 K = TypeVar("K")
@@ -56,13 +57,27 @@ class JobSettings:
     """The fields every command that runs sandbox jobs shares (collect, grade): where task images come from, and
     what each job asks of a Ray cluster. Configs extend it; flags are the kebab-case twins of the fields."""
 
-    registry: str | None = None  # HOST[:PORT]/NAMESPACE of a mirror every task image is pulled from
-    pull: bool = True
-    image_budget_gb: float | None = None
-    ray: str | None = None  # Ray cluster address (or "auto"): jobs run on its nodes
-    episode_cpus: float = 0.5  # Ray resource request per job (paper: 0.5 CPU, 2 GiB per agent)
-    episode_memory_gb: float = 2.0
-    max_episode_retries: int = 2  # Ray reruns of a job whose worker or node died
+    registry: str | None = flag(
+        None, "Pull every task image from this mirror (same name and tag).", metavar="HOST[:PORT]/NAMESPACE"
+    )
+    pull: bool = flag(
+        True, "Pull a task's missing image (default) or fail naming the fetch command.", names=("--pull/--no-pull",)
+    )
+    image_budget_gb: float | None = flag(
+        None, "Remove least recently used pulled images not in use past this many GB.", metavar="GB"
+    )
+    ray: str | None = flag(  # jobs run on the nodes of this cluster
+        None,
+        "Run jobs on the Ray cluster at HOST:PORT ('auto': the cluster this machine belongs to); default: "
+        "$SWERL_RAY_ADDRESS, else this machine.",
+        metavar="ADDRESS",
+    )
+    # Ray's resource request per job (paper: 0.5 CPU, 2 GiB per agent)
+    episode_cpus: float = flag(0.5, "With --ray: CPUs Ray reserves per job [default: 0.5].", metavar="N")
+    episode_memory_gb: float = flag(2.0, "With --ray: memory Ray reserves per job [default: 2].", metavar="GB")
+    max_episode_retries: int = flag(
+        2, "With --ray: reruns of a job whose node or worker died, then an error record [default: 2].", metavar="N"
+    )
 
     def check_job_settings(self) -> None:
         """ConfigError on a bad mirror, budget or Ray request (call from the config's __post_init__)."""

@@ -13,16 +13,14 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.core.config import check_positive
-from swerl_cli.core.errors import ConfigError, SandboxError
-from swerl_cli.executor import JobSettings
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.grading import guard, infra
 from swerl_cli.grading.attribution import cached_control, control_key, decide
+from swerl_cli.grading.config import GradeConfig
 from swerl_cli.grading.verdict import SEMANTICS, verdict
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, ExecResult, Sandbox, SandboxLimits, backend_class, open_sandbox
+from swerl_cli.sandbox import ExecResult, Sandbox, backend_class, open_sandbox
 from swerl_cli.sandbox.gitops import patch_files, touched_files
 from swerl_cli.streams.records import Task
 
@@ -36,41 +34,6 @@ APPLY = (
 )
 RESET = "git checkout -q -- . && git clean -fdq"
 TEST_LOG_CAP = 2_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class GradeConfig(JobSettings):
-    """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
-
-    sandbox: str = DEFAULT_BACKEND
-    timeout_s: float = 1800.0
-    workers: int = 1
-    memory_mb: int = 4096
-    cpus: float = 1.0
-    pids: int = 1024
-    network: bool = False
-    run_id: str | None = None
-    repo_dir: str | None = None
-    sandbox_user: str | None = None  # None: the image's USER (swerl-built images: unprivileged `swerl`)
-    log_tail_chars: int = 4000
-    # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
-
-    def __post_init__(self) -> None:
-        self.check_job_settings()
-        if self.sandbox not in BACKENDS:
-            raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
-        check_positive("timeout_s", self.timeout_s)
-        check_positive("cpus", self.cpus)
-        if not 1 <= self.workers <= 256:
-            raise ConfigError(f"field 'workers': must be between 1 and 256; got {self.workers}")
-        if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16:
-            raise ConfigError("limits: memory_mb >= 64, cpus > 0 and pids >= 16 are required")
-
-    def limits(self) -> SandboxLimits:
-        """The sandbox limits this config implies."""
-        return SandboxLimits(
-            memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, network=self.network, user=self.sandbox_user
-        )
 
 
 def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:

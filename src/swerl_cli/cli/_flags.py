@@ -1,0 +1,101 @@
+"""Options built from config fields: a field declared with `core.config.flag` is a flag of every command built on
+its config, with the help, metavar and names the field declares; nothing is written twice.
+
+    @boundary("grade")
+    @config_options(GradeConfig)
+    def _grade(inputs: INPUTS = None, ..., flags: Flags = None) -> None:
+        cfg = resolve_config(GradeConfig, config, **flags)
+
+The `flags` parameter marks where the generated options go in `--help` and receives them as {field: value}; a
+value left None was not given, so the YAML file's (or the default) stands (`resolve_config`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable, Collection
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from swerl_cli.core.config import Flag, flag_fields
+
+F = TypeVar("F", bound=Callable[..., Any])
+Flags = dict[str, Any]
+MARKER = "flags"
+
+
+def _required(annotation: Any) -> Any:
+    """`X` for a field annotated `X | None`, else the annotation."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return inner[0] if len(inner) == 1 else annotation
+    return annotation
+
+
+def _is_tuple(annotation: Any) -> bool:
+    return typing.get_origin(_required(annotation)) is tuple
+
+
+def _option_type(annotation: Any) -> Any:
+    """The option's Python type for a field's: optional (None = not given); a tuple field is a repeatable option."""
+    base = _required(annotation)
+    if _is_tuple(base):
+        return typing.Optional[list[typing.get_args(base)[0]]]  # type: ignore[misc]  # noqa: UP045
+    return typing.Optional[base]  # noqa: UP045
+
+
+def option(cls: type, name: str) -> Any:
+    """The typer option of flag field `name` of config `cls`, for a command that takes the flag without the whole
+    config (`--ray` of `sandbox prune`): `RAY = Annotated[str | None, option(JobSettings, "ray")]`."""
+    for field, spec in flag_fields(cls):
+        if field.name == name:
+            return _option(spec)
+    raise KeyError(f"{cls.__name__} has no flag field {name!r}")
+
+
+def _option(spec: Flag) -> Any:
+    return typer.Option(*spec.names, help=spec.help, metavar=spec.metavar)
+
+
+def _annotated(spec: Flag, annotation: Any) -> Any:
+    return Annotated[_option_type(annotation), _option(spec)]
+
+
+def config_options(
+    cls: type, *, include: Collection[str] | None = None, exclude: Collection[str] = ()
+) -> Callable[[F], F]:
+    """Put the flag fields of `cls` (those in `include` when given, less `exclude`) into the decorated command's
+    options, at its `flags` parameter, which then receives them as a dict."""
+    hints = typing.get_type_hints(cls)
+    chosen = [
+        (f, spec) for f, spec in flag_fields(cls) if (include is None or f.name in include) and f.name not in exclude
+    ]
+    tuples = {f.name for f, _ in chosen if _is_tuple(hints[f.name])}
+    generated = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_annotated(s, hints[f.name]))
+        for f, s in chosen
+    ]
+
+    def deco(fn: F) -> F:
+        own = inspect.signature(fn, eval_str=True).parameters
+        params: list[inspect.Parameter] = []
+        for p in own.values():
+            p = p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            params.extend(generated if p.name == MARKER else [p])
+
+        @functools.wraps(fn)
+        def wrapper(**kwargs: Any) -> Any:
+            flags = {f.name: kwargs.pop(f.name) for f, _ in chosen}
+            for name in tuples:  # a repeatable option comes as a list; the field is a tuple
+                flags[name] = tuple(flags[name]) if flags[name] else None
+            return fn(**kwargs, **{MARKER: flags})
+
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper  # type: ignore[return-value]
+
+    return deco

@@ -1,0 +1,49 @@
+"""`GradeConfig`: how `swerl grade` and `tasks validate` run tests; its flag fields are their options. Kept light
+(no grading machinery) because building the `tasks` commands reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swerl_cli.core.config import check_positive, flag
+from swerl_cli.core.errors import ConfigError
+from swerl_cli.executor import JobSettings
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits
+
+
+@dataclass(frozen=True, slots=True)
+class GradeConfig(JobSettings):
+    """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
+
+    workers: int = flag(1, "Sandboxes graded in parallel [default: 1].", metavar="N")
+    timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
+    sandbox: str = flag(DEFAULT_BACKEND, "Sandbox backend: docker, podman or local.")
+    repo_dir: str | None = flag(None, "Repository clones for --sandbox local.")
+    run_id: str | None = flag(None, "Label for this run's containers [default: generated].")
+    memory_mb: int = flag(4096, "Memory limit per sandbox in MiB [default: 4096].")
+    cpus: float = flag(1.0, "CPU limit per sandbox [default: 1.0].")
+    network: bool = flag(False, "Give sandboxes a network.")
+    # None: the image's USER (swerl-built images: unprivileged `swerl`)
+    sandbox_user: str | None = flag(
+        None, "User the tests run as [default: the image's; root is explicit].", metavar="USER"
+    )
+    pids: int = 1024
+    log_tail_chars: int = 4000
+    # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
+
+    def __post_init__(self) -> None:
+        self.check_job_settings()
+        if self.sandbox not in BACKENDS:
+            raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
+        check_positive("timeout_s", self.timeout_s)
+        check_positive("cpus", self.cpus)
+        if not 1 <= self.workers <= 256:
+            raise ConfigError(f"field 'workers': must be between 1 and 256; got {self.workers}")
+        if self.memory_mb < 64 or self.cpus <= 0 or self.pids < 16:
+            raise ConfigError("limits: memory_mb >= 64, cpus > 0 and pids >= 16 are required")
+
+    def limits(self) -> SandboxLimits:
+        """The sandbox limits this config implies."""
+        return SandboxLimits(
+            memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, network=self.network, user=self.sandbox_user
+        )
