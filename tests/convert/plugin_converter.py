@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.convert import Converter, ConverterConfig
-from swerl_cli.convert.common import message, trajectory_record
+from swerl_cli.convert.common import message, trajectory_fields
 from swerl_cli.core.errors import InputError
 
 
@@ -34,7 +34,7 @@ class ToyAgent(Converter):
         assert isinstance(self.config, ToyConfig)
         messages = [message("system", self.config.system_prompt), message("user", obj.get("prompt"))]
         messages += [message("assistant", r) for r in obj.get("replies", [])]
-        return trajectory_record(
+        return trajectory_fields(
             instance_id=obj["toy_task"],
             messages=messages,
             patch=obj.get("diff"),

@@ -10,10 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from swerl_cli.cli import app
-from swerl_cli.report.aggregate import sample_of, split_stats
+from swerl_cli.report.aggregate import split_stats
 from swerl_cli.report.build import build_report
 from swerl_cli.report.charts import Series, line_chart, stacked_bars
 from swerl_cli.report.viewer import body_of, cut
+from swerl_cli.streams.graded import read_graded
 from swerl_cli.streams.records import Located
 from swerl_cli.training.advantages import select_samples
 from swerl_cli.training.dapo_config import DapoConfig
@@ -21,7 +22,7 @@ from tests.report.records import graded, make_run, write_jsonl
 
 
 def _samples(recs):
-    return [sample_of(Located("f.jsonl", i + 1, r)) for i, r in enumerate(recs)]
+    return [read_graded(Located("f.jsonl", i + 1, r)) for i, r in enumerate(recs)]
 
 
 def test_split_stats_match_hand_computed_values():

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 from swerl_cli.collect.config import ACTION_FORMATS, CollectConfig
-from swerl_cli.collect.episode import play_job, run_job, trajectory_record
-from swerl_cli.collect.plan import Job, episode_id, plan_jobs
+from swerl_cli.collect.episode import episode_record, play_job, run_job
+from swerl_cli.collect.plan import Job, plan_jobs
 from swerl_cli.collect.policy import build_policy
 from swerl_cli.collect.scheduler import Collector, collect_records, run_jobs
 
@@ -22,10 +22,9 @@ __all__ = [
     "Job",
     "build_policy",
     "collect_records",
-    "episode_id",
+    "episode_record",
     "play_job",
     "plan_jobs",
     "run_job",
     "run_jobs",
-    "trajectory_record",
 ]

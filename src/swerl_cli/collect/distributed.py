@@ -54,7 +54,7 @@ def run_jobs_on(
     """
     from swerl_cli.agent.loop import EpisodeResult, initial_messages
     from swerl_cli.agent.prompts import load_prompts
-    from swerl_cli.collect.episode import job_sampling, trajectory_record
+    from swerl_cli.collect.episode import episode_record, job_sampling
     from swerl_cli.grading.jobs import run_cleanup
 
     event = on_event or (lambda kind, payload: None)
@@ -70,7 +70,7 @@ def run_jobs_on(
         if isinstance(outcome, JobLostError):
             messages = initial_messages(job.loc.obj, load_prompts(cfg.prompt_config), cfg.agent())
             result = EpisodeResult(messages=messages, exit_status="error", error=f"JobLostError: {outcome}")
-            record = trajectory_record(job, cfg, policy, job_sampling(cfg, job.sample), result)
+            record = episode_record(job, cfg, policy, job_sampling(cfg, job.sample), result)
             record["stats"] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)
             record["stats"].update(tokens_total=0, wall_s=0.0, sandbox_s=0.0, policy_s=0.0)
             record["node"] = None

@@ -15,11 +15,11 @@ from typing import Any
 from swerl_cli.agent.loop import EpisodeResult, run_episode
 from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
-from swerl_cli.collect.plan import Job, episode_id
+from swerl_cli.collect.plan import Job
 from swerl_cli.core.errors import InputError, SwerlError
 from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
 from swerl_cli.sandbox import uses_images
-from swerl_cli.streams.records import TRAJECTORY, schema_tag
+from swerl_cli.streams.trajectories import trajectory_record
 from swerl_cli.tasks.fields import task_row_error
 
 
@@ -36,24 +36,21 @@ def policy_record(policy: Policy, cfg: CollectConfig, sampling: Sampling) -> dic
     return out
 
 
-def trajectory_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampling, result: EpisodeResult) -> dict:
-    """The trajectory record of a finished (or failed) episode."""
-    task = job.task
-    return {
-        "id": episode_id(task.instance_id, cfg.run, job.sample),
-        "instance_id": task.instance_id,
-        "run": cfg.run,
-        "sample": job.sample,
-        "task": job.loc.obj,
-        "policy": policy_record(policy, cfg, sampling),
-        "messages": result.messages,
-        "turns": result.turns,
-        "patch": result.patch,
-        "exit_status": result.exit_status,
-        "error": result.error,
-        "stats": result.stats,
-        "schema": schema_tag(TRAJECTORY),
-    }
+def episode_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampling, result: EpisodeResult) -> dict:
+    """The trajectory record of a finished (or failed) episode (streams.trajectories builds it)."""
+    return trajectory_record(
+        instance_id=job.task.instance_id,
+        run=cfg.run,
+        sample=job.sample,
+        task=job.loc.obj,
+        policy=policy_record(policy, cfg, sampling),
+        messages=result.messages,
+        turns=result.turns,
+        patch=result.patch,
+        exit_status=result.exit_status,
+        error=result.error,
+        stats=result.stats,
+    )
 
 
 def start_job_sandbox(job: Job, cfg: CollectConfig) -> Any:
@@ -79,7 +76,7 @@ async def play_job(
     settings = cfg.agent()
     info = EpisodeInfo(job.task.instance_id, job.sample, cfg.run, job.loc.obj, cfg.max_context_tokens)
     result = await run_episode(job.loc.obj, policy, starting, sampling, prompts, settings, info)
-    return trajectory_record(job, cfg, policy, sampling, result)
+    return episode_record(job, cfg, policy, sampling, result)
 
 
 def invalid_row_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampling, err: InputError) -> dict:
@@ -88,7 +85,7 @@ def invalid_row_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: S
     stats: dict[str, Any] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)
     stats.update(tokens_total=0, wall_s=0.0, sandbox_s=0.0, policy_s=0.0)
     result = EpisodeResult(messages=[], error=f"InputError: {err}", stats=stats)
-    return {**trajectory_record(job, cfg, policy, sampling, result), "invalid_field": err.field}
+    return {**episode_record(job, cfg, policy, sampling, result), "invalid_field": err.field}
 
 
 async def close_when_started(starting: asyncio.Future[Any], gate: asyncio.Semaphore | None = None) -> None:

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.streams.records import TASK, Located, Task, UniqueIds, check_schema
+from swerl_cli.streams.trajectories import trajectory_id
 
 
 class Job(NamedTuple):
@@ -15,11 +16,6 @@ class Job(NamedTuple):
     loc: Located
     task: Task
     sample: int
-
-
-def episode_id(instance_id: str, run: str, sample: int) -> str:
-    """`{instance_id}/{run}/{sample}`, the trajectory id."""
-    return f"{instance_id}/{run}/{sample}"
 
 
 def plan_jobs(tasks: Iterable[Located], cfg: CollectConfig, skip_ids: set[str]) -> list[Job]:
@@ -34,6 +30,6 @@ def plan_jobs(tasks: Iterable[Located], cfg: CollectConfig, skip_ids: set[str]) 
         if shard is not None and n % shard[1] != shard[0]:
             continue
         for s in range(cfg.samples):
-            if episode_id(task.instance_id, cfg.run, s) not in skip_ids:
+            if trajectory_id(task.instance_id, cfg.run, s) not in skip_ids:
                 jobs.append(Job(loc, task, s))
     return jobs

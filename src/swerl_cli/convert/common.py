@@ -1,7 +1,7 @@
 """Shared pieces of the converters: message normalisation, action rewriting, exit statuses, the output record.
 
 Every converter produces plain OpenAI chat messages (system, user, assistant with optional `tool_calls`, tool with
-`tool_call_id`) and hands them to `trajectory_record`, which rewrites recognisable shell actions into swerl's action
+`tool_call_id`) and hands them to `trajectory_fields`, which rewrites recognisable shell actions into swerl's action
 formats (a ```command block in text mode, the `execute` tool in tools mode) and counts what it left alone.
 """
 
@@ -11,8 +11,6 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
-
-from swerl_cli.streams.records import TRAJECTORY, schema_tag
 
 # Tools whose only argument is a shell command; swerl runs those as `execute(command=...)`.
 SHELL_TOOLS = frozenset({"bash", "execute_bash", "execute", "terminal", "shell", "run", "run_shell_command", "cmd"})
@@ -175,7 +173,7 @@ def map_exit_status(raw: Any) -> str:
     return EXIT_MAP.get(m.group(1) if m else raw, "error")
 
 
-def trajectory_record(
+def trajectory_fields(
     *,
     instance_id: str,
     messages: list[dict[str, Any]],
@@ -188,7 +186,8 @@ def trajectory_record(
     source: dict[str, Any],
     rewrite: bool,
 ) -> dict[str, Any]:
-    """The swerl trajectory record; `id`, `run`, `sample` and `task` are filled in by the caller."""
+    """The fields of a converted trajectory; `convert_paths` adds the run, sample and task and hands them to
+    `streams.trajectories.trajectory_record`, the builder `collect` uses too."""
     messages, actions = finish_messages(messages, rewrite)
     exit_status = exit_status or map_exit_status(exit_raw)
     if exit_status == "error" and not error:
@@ -217,7 +216,6 @@ def trajectory_record(
         "error": error if exit_status == "error" else None,
         "stats": stats,
         "source": source,
-        "schema": schema_tag(TRAJECTORY),
     }
 
 

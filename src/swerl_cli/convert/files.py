@@ -14,6 +14,7 @@ from swerl_cli.convert.registry import FORMATS, converters, detect
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.jsonl import iter_lines, parse_line
 from swerl_cli.streams.records import Located, Task
+from swerl_cli.streams.trajectories import trajectory_id, trajectory_record
 
 _SUFFIXES = (".traj", ".traj.json", ".jsonl", ".jsonl.gz", ".json")
 # Predictions files repeat the patches of the trajectories beside them: a directory skips them (name them to convert).
@@ -163,7 +164,9 @@ def convert_paths(
         rec_run = run or rec.get("run") or rec["source"]["format"]
         sample = seen.get((iid, rec_run), 0)
         seen[(iid, rec_run)] = sample + 1
-        head = {"id": f"{iid}/{rec_run}/{sample}", "instance_id": iid, "run": rec_run, "sample": sample}
-        if tasks is not None:
-            head["task"] = tasks[iid].to_json()
-        yield {**head, **rec}
+        task = tasks[iid].to_json() if tasks is not None else None
+        if "schema" not in rec:  # a converted trajectory's fields
+            yield trajectory_record(**rec, run=rec_run, sample=sample, task=task)
+            continue
+        head = {"id": trajectory_id(iid, rec_run, sample), "instance_id": iid, "run": rec_run, "sample": sample}
+        yield {**head, **({"task": task} if task is not None else {}), **rec}  # a graded record of the harness

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.convert.base import Converter
-from swerl_cli.convert.common import message, normalise_calls, trajectory_record
+from swerl_cli.convert.common import message, normalise_calls, trajectory_fields
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import dict_at
 
@@ -64,7 +64,7 @@ class MiniSweAgent(Converter):
         if not isinstance(iid, str) or not iid:
             name = Path(path).name
             iid = name.split(".traj")[0] if ".traj" in name else Path(path).stem
-        return trajectory_record(
+        return trajectory_fields(
             instance_id=iid,
             messages=messages,
             patch=info.get("submission"),

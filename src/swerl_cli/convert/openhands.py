@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.base import Converter
-from swerl_cli.convert.common import message, text_of, tool_call, trajectory_record
+from swerl_cli.convert.common import message, text_of, tool_call, trajectory_fields
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import dict_at
 
@@ -124,7 +124,7 @@ class OpenHands(Converter):
         usage = dict_at(metrics, "accumulated_token_usage")
         meta = dict_at(obj, "metadata")
         llm = meta.get("llm_config") or meta.get("llm") or {}
-        return trajectory_record(
+        return trajectory_fields(
             instance_id=obj["instance_id"],
             messages=messages,
             patch=tr.get("git_patch"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.base import Converter
-from swerl_cli.convert.common import trajectory_record
+from swerl_cli.convert.common import trajectory_fields
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import short_json
 
@@ -64,7 +64,7 @@ class Predictions(Converter):
         model = obj.get("model_name_or_path")
         if model is not None and not isinstance(model, str):
             raise InputError(path, line, "model_name_or_path", f"expected string, got {short_json(model)}")
-        return trajectory_record(
+        return trajectory_fields(
             instance_id=iid,
             messages=[],
             patch=patch,

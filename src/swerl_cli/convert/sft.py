@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.base import Converter
-from swerl_cli.convert.common import message, normalise_calls, trajectory_record
+from swerl_cli.convert.common import message, normalise_calls, trajectory_fields
 from swerl_cli.core.errors import InputError
 
 NAME = "sft"
@@ -46,7 +46,7 @@ class SftRows(Converter):
                 extra["tool_call_id"] = str(m.get("tool_call_id") or "")
             messages.append(message(role, m.get("content"), **extra))
         patch = obj.get("patch", obj.get("model_patch"))
-        return trajectory_record(
+        return trajectory_fields(
             instance_id=iid,
             messages=messages,
             patch=patch if isinstance(patch, str) else None,

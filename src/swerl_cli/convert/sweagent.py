@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.convert.base import Converter
-from swerl_cli.convert.common import message, normalise_calls, text_of, trajectory_record
+from swerl_cli.convert.common import message, normalise_calls, text_of, trajectory_fields
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import dict_at
 
@@ -77,7 +77,7 @@ class SweAgent(Converter):
         info = obj["info"]
         ms = dict_at(info, "model_stats")
         cfg = _replay_config(obj)
-        return trajectory_record(
+        return trajectory_fields(
             instance_id=_instance_id(path, info, cfg),
             messages=messages,
             patch=info.get("submission"),

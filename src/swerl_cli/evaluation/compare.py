@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from swerl_cli.streams.graded import read_graded
 from swerl_cli.streams.jsonl import read_records
-from swerl_cli.streams.records import COMPARE, GRADE_STATUSES, Located, check_schema, require, schema_tag
+from swerl_cli.streams.records import COMPARE, Located, schema_tag
 
 
 @dataclass(slots=True)
@@ -30,11 +31,8 @@ def verdicts(records: Iterable[Located]) -> dict[str, Verdict]:
     """instance_id -> verdict; a second record of one instance is an error naming both lines."""
     out: dict[str, Verdict] = {}
     for loc in records:
-        check_schema(loc)
-        iid = require(loc, "instance_id", str)
-        status = require(loc, "grade.status", str)
-        if status not in GRADE_STATUSES:
-            raise loc.error("grade.status", f"unknown status {status!r}; expected one of {', '.join(GRADE_STATUSES)}")
+        g = read_graded(loc)
+        iid = g.instance_id
         if iid in out:
             raise loc.error(
                 "instance_id",
@@ -42,7 +40,7 @@ def verdicts(records: Iterable[Located]) -> dict[str, Verdict]:
                 "(keep one sample first, e.g. swerl filter --where 'sample == 0')",
             )
         where = f"{loc.source}:{loc.line}" if loc.line is not None else loc.source
-        out[iid] = Verdict(status, require(loc, "grade.resolved", bool), where)
+        out[iid] = Verdict(g.status, g.resolved, where)
     return out
 
 

@@ -22,17 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.core.errors import OutputError
+from swerl_cli.streams.graded import read_graded
 from swerl_cli.streams.jsonl import read_records
-from swerl_cli.streams.records import (
-    EVAL,
-    GRADE_STATUSES,
-    Located,
-    UniqueIds,
-    check_schema,
-    record_id,
-    require,
-    schema_tag,
-)
+from swerl_cli.streams.records import EVAL, Located, UniqueIds, schema_tag
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -69,42 +61,6 @@ def _pct(xs: list[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-@dataclass(slots=True)
-class _Sample:
-    instance_id: str
-    repo: str | None
-    exit_status: str | None
-    status: str
-    resolved: bool
-    turns: int | None
-    tokens: int | None
-
-
-def _sample(loc: Located) -> _Sample:
-    check_schema(loc)
-    status = require(loc, "grade.status", str)
-    if status not in GRADE_STATUSES:
-        raise loc.error("grade.status", f"unknown status {status!r}; expected one of {', '.join(GRADE_STATUSES)}")
-    resolved = require(loc, "grade.resolved", bool)
-    repo = require(loc, "task.repo", str, optional=True) if isinstance(loc.obj.get("task"), dict) else None
-    if repo is None:
-        repo = require(loc, "repo", str, optional=True)
-    stats = loc.obj.get("stats")
-    turns = tokens = None
-    if isinstance(stats, dict):
-        turns = require(loc, "stats.turns", int, optional=True)
-        tokens = require(loc, "stats.tokens_total", int, optional=True)
-    return _Sample(
-        instance_id=require(loc, "instance_id", str),
-        repo=repo,
-        exit_status=require(loc, "exit_status", str, optional=True),
-        status=status,
-        resolved=resolved,
-        turns=turns,
-        tokens=tokens,
-    )
 
 
 @dataclass
@@ -173,8 +129,8 @@ def evaluate(records: Iterable[Located], source: str, *, errors_as_failures: boo
     tokens: list[float] = []
     ids = UniqueIds()  # a record counted twice would skew pass@k
     for loc in records:
-        s = _sample(loc)
-        ids.check(loc, record_id(loc.obj))
+        s = read_graded(loc)
+        ids.check(loc, s.id)
         rep.samples += 1
         statuses[s.status] += 1
         if s.turns is not None:

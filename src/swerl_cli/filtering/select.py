@@ -7,7 +7,8 @@ Order of application (documented in `swerl filter --help` and docs/records.md):
    `--where`) decide each record;
 3. `--dedupe` then `--per-task` run over the surviving records of the group, in input order.
 
-A group is the records sharing (`run`, `instance_id`). Kept records are written as their original bytes, in
+A group is the records sharing (`run`, `instance_id`), the run compared as text (streams.graded.group_key: run 1 and
+"1" are one group, as in `swerl dapo`). Kept records are written as their original bytes, in
 input order, so unknown fields pass through byte-for-byte.
 """
 
@@ -23,6 +24,7 @@ import orjson
 
 from swerl_cli.core.errors import ConfigError, InputError
 from swerl_cli.filtering.expr import compile_expr, path_getter
+from swerl_cli.streams.graded import GroupKey, group_key
 from swerl_cli.streams.jsonl import STDIN, iter_raw, iter_raw_fh, parse_raw
 from swerl_cli.streams.records import (
     EXIT_STATUSES,
@@ -171,17 +173,6 @@ def build_predicate(spec: FilterSpec) -> Callable[[dict], bool] | None:
 
 
 # ---------------------------------------------------------------- group rules
-def group_key(o: dict) -> tuple[Any, str]:
-    """(run, instance_id): the group a record belongs to; `run` may be absent (null)."""
-    iid = o.get("instance_id")
-    if type(iid) is not str:
-        raise FieldError("instance_id", "missing" if iid is None else wrong_type("string", iid))
-    run = o.get("run")
-    if run is not None and type(run) not in (str, int):
-        raise FieldError("run", wrong_type("string or int", run))
-    return run, iid
-
-
 class _GroupStats:
     """Facts about a whole group: distinct non-null rewards, and resolved counts over non-error samples."""
 
@@ -320,7 +311,7 @@ def _stream(lines: Iterable[Line], pred: Callable[[dict], bool] | None, write: W
 class _Unsorted(Exception):
     """A group key reappeared after its group was closed."""
 
-    def __init__(self, name: str, n: int, key: tuple[Any, str]):
+    def __init__(self, name: str, n: int, key: GroupKey):
         super().__init__(f"{name}:{n}")
         self.name, self.n, self.key = name, n, key
 
@@ -328,8 +319,8 @@ class _Unsorted(Exception):
 def _grouped(lines: Iterable[Line], spec: FilterSpec, pred: Any, write: Write, res: FilterResult) -> None:
     """Group rules over input grouped by (run, instance_id): one group in memory at a time."""
     get_reward = _field(spec.reward_field, float, nullable=True)
-    closed: set[tuple[Any, str]] = set()
-    key: tuple[Any, str] | None = None
+    closed: set[GroupKey] = set()
+    key: GroupKey | None = None
     buf: list[tuple[str, int, bytes, dict]] = []
     ids = UniqueIds()
 
@@ -348,7 +339,7 @@ def _grouped(lines: Iterable[Line], spec: FilterSpec, pred: Any, write: Write, r
     for name, n, raw in lines:
         res.read += 1
         o = _load(name, n, raw, ids)
-        k = _located(name, n, group_key, o)
+        k = group_key(Located(name, n, o))
         if k != key:
             if buf:
                 flush()
@@ -366,21 +357,21 @@ def _two_pass(
 ) -> None:
     """Group rules over input in any order: pass 1 gathers per-group facts, pass 2 selects in input order."""
     get_reward = _field(spec.reward_field, float, nullable=True)
-    stats: dict[tuple[Any, str], _GroupStats] = {}
+    stats: dict[GroupKey, _GroupStats] = {}
     if spec.needs_group_stats:
         for name, n, raw in open_lines():
             o = _load(name, n, raw)
-            k = _located(name, n, group_key, o)
+            k = group_key(Located(name, n, o))
             st = stats.get(k) or stats.setdefault(k, _GroupStats())
             _located(name, n, st.add, o, spec, get_reward)
-    selectors: dict[tuple[Any, str], _Selector] = {}
+    selectors: dict[GroupKey, _Selector] = {}
     res.read = res.kept = 0
     res.two_pass = True
     ids = UniqueIds()
     for name, n, raw in open_lines():
         res.read += 1
         o = _load(name, n, raw, ids)
-        k = _located(name, n, group_key, o)
+        k = group_key(Located(name, n, o))
         if spec.needs_group_stats and not stats[k].passes(spec):
             continue
         if pred is not None and not _located(name, n, pred, o):
@@ -462,6 +453,6 @@ def filter_stream(src: str, spec: FilterSpec, write: Write) -> FilterResult:
     return res
 
 
-def _fmt_key(key: tuple[Any, str]) -> str:
+def _fmt_key(key: GroupKey) -> str:
     run, iid = key
     return f"(run={run!r}, instance_id={iid!r})"

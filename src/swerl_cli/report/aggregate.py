@@ -12,52 +12,16 @@ Definitions (docs/report.md):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.config import short
 from swerl_cli.core.errors import InputError
 from swerl_cli.evaluation.metrics import distribution, mean_sem
-from swerl_cli.streams.records import GRADE_STATUSES, GRADED, Located, check_schema, require
+from swerl_cli.streams.graded import GradedRecord
 from swerl_cli.training.advantages import step_penalty
 
 
-@dataclass(slots=True)
-class Sample:
-    """What the charts need from one graded record."""
-
-    instance_id: str
-    sample: int
-    status: str
-    resolved: bool
-    exit_status: str | None
-    turns: int | None
-    tokens: int | None
-    episode_s: float | None
-    grade_s: float | None
-
-
-def sample_of(loc: Located) -> Sample:
-    """Validate the fields a report reads; a bad one is a located InputError (exit 3)."""
-    check_schema(loc, GRADED)
-    status = require(loc, "grade.status", str)
-    if status not in GRADE_STATUSES:
-        raise loc.error("grade.status", f"unknown status {status!r}; expected one of {', '.join(GRADE_STATUSES)}")
-    has_stats = isinstance(loc.obj.get("stats"), dict)
-    return Sample(
-        instance_id=require(loc, "instance_id", str),
-        sample=require(loc, "sample", int, optional=True) or 0,
-        status=status,
-        resolved=require(loc, "grade.resolved", bool),
-        exit_status=require(loc, "exit_status", str, optional=True),
-        turns=require(loc, "stats.turns", int, optional=True) if has_stats else None,
-        tokens=require(loc, "stats.tokens_total", int, optional=True) if has_stats else None,
-        episode_s=require(loc, "stats.wall_s", float, optional=True) if has_stats else None,
-        grade_s=require(loc, "grade.duration_s", float, optional=True),
-    )
-
-
-def split_stats(samples: list[Sample], l_thr: int = 10, t_max: int = 40) -> dict[str, Any]:
+def split_stats(samples: list[GradedRecord], l_thr: int = 10, t_max: int = 40) -> dict[str, Any]:
     """Statistics of one iteration's rollouts (or its eval records); see the module docstring."""
     counted = [s for s in samples if s.status != "error"]
     valid = [s for s in counted if s.exit_status != "error"]
@@ -81,7 +45,7 @@ def split_stats(samples: list[Sample], l_thr: int = 10, t_max: int = 40) -> dict
         "exit_status": dict(sorted(Counter(s.exit_status or "(none)" for s in samples).items())),
         "turns": distribution([s.turns for s in samples if s.turns is not None]),
         "tokens": distribution([s.tokens for s in samples if s.tokens is not None]),
-        "episode_s": sum(s.episode_s for s in samples if s.episode_s is not None),
+        "episode_s": sum(s.wall_s for s in samples if s.wall_s is not None),
         "grade_s": sum(s.grade_s for s in samples if s.grade_s is not None),
         "per_task": dict(sorted(per_task.items())),
     }

@@ -21,10 +21,10 @@ from swerl_cli.report.aggregate import (
     dapo_stats,
     heat_map,
     penalty_settings,
-    sample_of,
     split_stats,
 )
 from swerl_cli.report.viewer import body_of, tamper_flag
+from swerl_cli.streams.graded import read_graded
 from swerl_cli.streams.jsonl import read_records
 
 _ITER = re.compile(r"^iter-(\d+)$")
@@ -135,11 +135,11 @@ def build_report(
                 continue
             samples = []
             for loc in read_records(path):
-                s = sample_of(loc)
-                samples.append(s)
+                s = read_graded(loc)
+                samples.append(s.detached())  # the statistics need the view, not the record
                 tid = task_ids.setdefault(s.instance_id, len(task_ids))
                 grade = loc.obj.get("grade") or {}
-                row = [i, split, tid, s.sample, s.status, grade.get("reward"), s.turns, s.exit_status]
+                row = [i, split, tid, s.sample or 0, s.status, s.reward, s.turns, s.exit_status]
                 data.index.append([*row, tamper_flag(grade)])
                 body = body_of(loc.obj, systems, max_chars)
                 data.bodies.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))

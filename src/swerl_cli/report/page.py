@@ -39,82 +39,96 @@ def _get(its: list[dict[str, Any]], split: str, key: str, sub: str | None = None
     return out
 
 
-def charts(data: ReportData) -> list[str]:
-    """Every across-iteration chart of the page, in order (empty series are left out)."""
-    its, xs = data.iterations, [it["label"] for it in data.iterations]
-    has_eval = any(it["eval"] for it in its)
-    has_dapo = any(it["dapo"] for it in its)
-    out = []
+class _Charts:
+    """The page's charts in order; a line chart whose every series is empty is left out."""
 
-    def line(cid: str, title: str, series: list[Series], **kw: Any) -> None:
+    def __init__(self, data: ReportData):
+        self.data, self.its, self.xs = data, data.iterations, [it["label"] for it in data.iterations]
+        self.out: list[str] = []
+
+    def line(self, cid: str, title: str, series: list[Series], **kw: Any) -> None:
         kept = [s for s in series if any(v is not None for v in s.ys)]
         if kept:
-            out.append(line_chart(cid, title, xs, kept, **kw))
+            self.out.append(line_chart(cid, title, self.xs, kept, **kw))
 
-    line(
-        "pass1",
-        "pass@1 ± SEM",
-        [
-            Series("train", _get(its, "train", "pass1"), _get(its, "train", "pass1_sem")),
-            *([Series("eval", _get(its, "eval", "pass1"), _get(its, "eval", "pass1_sem"))] if has_eval else []),
-        ],
-        y_min=0.0,
-        y_max=1.0,
-    )
-    line(
-        "reward",
-        f"mean reward (step penalty: l_thr {data.l_thr}, t_max {data.t_max})",
-        [
-            Series("test reward", _get(its, "train", "reward")),
-            Series("with penalty", _get(its, "train", "reward_penalised")),
-        ],
-    )
-    line(
-        "resolved",
-        "resolved share of all records",
-        [Series("train", _get(its, "train", "resolved_share")), Series("eval", _get(its, "eval", "resolved_share"))],
-        y_min=0.0,
-        y_max=1.0,
-    )
-    if has_dapo:
-        d = [it["dapo"] or {} for it in its]
+    def bars(self, cid: str, title: str, stacks: dict[str, list[Any]], **kw: Any) -> None:
+        self.out.append(stacked_bars(cid, title, self.xs, stacks, **kw))
+
+    def outcomes(self) -> None:
+        """pass@1, mean reward with and without the step penalty, resolved share."""
+        its, data = self.its, self.data
+        has_eval = any(it["eval"] for it in its)
+        evals = [Series("eval", _get(its, "eval", "pass1"), _get(its, "eval", "pass1_sem"))] if has_eval else []
+        train = Series("train", _get(its, "train", "pass1"), _get(its, "train", "pass1_sem"))
+        self.line("pass1", "pass@1 ± SEM", [train, *evals], y_min=0.0, y_max=1.0)
+        self.line(
+            "reward",
+            f"mean reward (step penalty: l_thr {data.l_thr}, t_max {data.t_max})",
+            [
+                Series("test reward", _get(its, "train", "reward")),
+                Series("with penalty", _get(its, "train", "reward_penalised")),
+            ],
+        )
+        shares = [Series(split, _get(its, split, "resolved_share")) for split in ("train", "eval")]
+        self.line("resolved", "resolved share of all records", shares, y_min=0.0, y_max=1.0)
+
+    def updates(self) -> None:
+        """The DAPO summaries: groups kept/dropped, steps, clip fractions, logprob gap, staleness."""
+        if not any(it["dapo"] for it in self.its):
+            return
+        d = [it["dapo"] or {} for it in self.its]
         groups = {"kept": [g.get("groups_kept") or 0 for g in d], "dropped": [g.get("groups_dropped") or 0 for g in d]}
-        out.append(stacked_bars("groups", "DAPO groups kept / dropped (equal rewards)", xs, groups))
-        line("steps", "optimizer steps", [Series("steps", [g.get("steps") for g in d])], y_min=0.0)
-        clip = [
-            Series("low", [g.get("clip_frac_low") for g in d]),
-            Series("high", [g.get("clip_frac_high") for g in d]),
-        ]
-        line("clip", "clip fractions (tokens)", clip, y_min=0.0)
-        line("logprob_gap", "mean |logprob trainer - sampler|", [Series("gap", [g.get("logprob_diff") for g in d])])
+        self.bars("groups", "DAPO groups kept / dropped (equal rewards)", groups)
+        self.line("steps", "optimizer steps", [Series("steps", [g.get("steps") for g in d])], y_min=0.0)
+        clip = [Series(k, [g.get(f"clip_frac_{k}") for g in d]) for k in ("low", "high")]
+        self.line("clip", "clip fractions (tokens)", clip, y_min=0.0)
+        self.line(
+            "logprob_gap", "mean |logprob trainer - sampler|", [Series("gap", [g.get("logprob_diff") for g in d])]
+        )
         if any(g.get("staleness") for g in d):
             stale = [Series(k, [(g.get("staleness") or {}).get(k) for g in d]) for k in ("mean", "max")]
-            line("staleness", "staleness (optimizer steps, per update)", stale, y_min=0.0)
-    for key, title in (("turns", "turns per trajectory"), ("tokens", "tokens per trajectory")):
-        stats = [Series(s, _get(its, "train", key, s)) for s in ("p50", "p90", "max")]
-        line(key, f"{title} (train)", stats, y_min=0.0)
-    statuses = sorted({k for it in its if it["train"] for k in it["train"]["exit_status"]})
-    if statuses:
-        mix = {k: [(it["train"] or {}).get("exit_status", {}).get(k, 0) for it in its] for k in statuses}
-        out.append(stacked_bars("exit_status", "exit status (train rollouts)", xs, mix))
-    stages: dict[str, list[Any]] = {
-        "episodes (sum)": _get(its, "train", "episode_s"),
-        "grading (sum)": _get(its, "train", "grade_s"),
-    }
-    for key in ("engine_init_s", "old_logprob_pass_s", "steps_s", "save_s"):
-        stages[f"dapo {key.removesuffix('_s').replace('_', ' ')}"] = [
-            ((it["dapo"] or {}).get("timing") or {}).get(key) for it in its
-        ]
-    stages = {k: [v or 0.0 for v in vs] for k, vs in stages.items() if any(vs)}
-    if stages:
-        out.append(
-            stacked_bars("time", "seconds per stage", xs, stages, y_label="episodes/grading: summed over records")
-        )
-    if data.steps:
-        sx = [f"{s['global_step']}" for s in data.steps]
-        ls = [s.get("loss") if isinstance(s.get("loss"), (int, float)) else None for s in data.steps]
-        out.append(line_chart("step_loss", "loss per optimizer step (all iterations)", sx, [Series("loss", ls)]))
-    return out
+            self.line("staleness", "staleness (optimizer steps, per update)", stale, y_min=0.0)
+
+    def rollouts(self) -> None:
+        """Turns and tokens percentiles, the exit-status mix, seconds per stage, loss per optimizer step."""
+        its = self.its
+        for key, title in (("turns", "turns per trajectory"), ("tokens", "tokens per trajectory")):
+            self.line(
+                key,
+                f"{title} (train)",
+                [Series(s, _get(its, "train", key, s)) for s in ("p50", "p90", "max")],
+                y_min=0.0,
+            )
+        statuses = sorted({k for it in its if it["train"] for k in it["train"]["exit_status"]})
+        if statuses:
+            mix = {k: [(it["train"] or {}).get("exit_status", {}).get(k, 0) for it in its] for k in statuses}
+            self.bars("exit_status", "exit status (train rollouts)", mix)
+        stages: dict[str, list[Any]] = {
+            "episodes (sum)": _get(its, "train", "episode_s"),
+            "grading (sum)": _get(its, "train", "grade_s"),
+        }
+        for key in ("engine_init_s", "old_logprob_pass_s", "steps_s", "save_s"):
+            stages[f"dapo {key.removesuffix('_s').replace('_', ' ')}"] = [
+                ((it["dapo"] or {}).get("timing") or {}).get(key) for it in its
+            ]
+        stages = {k: [v or 0.0 for v in vs] for k, vs in stages.items() if any(vs)}
+        if stages:
+            self.bars("time", "seconds per stage", stages, y_label="episodes/grading: summed over records")
+        if self.data.steps:
+            sx = [f"{s['global_step']}" for s in self.data.steps]
+            ls = [s.get("loss") if isinstance(s.get("loss"), (int, float)) else None for s in self.data.steps]
+            self.out.append(
+                line_chart("step_loss", "loss per optimizer step (all iterations)", sx, [Series("loss", ls)])
+            )
+
+
+def charts(data: ReportData) -> list[str]:
+    """Every across-iteration chart of the page, in order (empty series are left out)."""
+    c = _Charts(data)
+    c.outcomes()
+    c.updates()
+    c.rollouts()
+    return c.out
 
 
 def _fmt(v: Any, digits: int = 3) -> str:

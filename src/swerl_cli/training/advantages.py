@@ -5,7 +5,8 @@ From graded records to the samples one DAPO update trains on:
    turned into reward 0;
 2. refuse biased sampling and batches mixed across policy versions (guard rails of paper §5.2);
 3. R_final = test reward (grade.resolved) + step penalty (Eq. 3-4), also on successes and on max-turn episodes;
-4. A_i = (R_i - mean_G) / (std_G + delta) over each (run, instance_id) group (Eq. 2);
+4. A_i = (R_i - mean_G) / (std_G + delta) over each (run, instance_id) group (Eq. 2; streams.graded.group_key:
+   the run compared as text, so run 1 and "1" are one group, as `swerl filter` groups them);
 5. drop the samples whose advantage is zero (DAPO dynamic sampling, no refill).
 """
 
@@ -14,10 +15,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from swerl_cli.grading.verdict import REASONS
 from swerl_cli.policy.base import biased_parameters
-from swerl_cli.streams.records import GRADED, Located, UniqueIds, check_schema, get_path, record_id, require
+from swerl_cli.streams.graded import GradedRecord, GroupKey, read_graded
+from swerl_cli.streams.records import Located, UniqueIds, get_path
 from swerl_cli.training.dapo_config import DapoConfig
 
 ZERO_ADV_TOL = 1e-8  # |A| at or below this is "zero advantage"
@@ -85,19 +88,8 @@ def _check_sampling(loc: Located) -> None:
         )
 
 
-def _count_tampering(loc: Located, c: dict[str, int]) -> None:
-    """Count a patch whose test-infrastructure edits were set aside, and its attribution reason (docs/grading.md)."""
-    if get_path(loc.obj, "grade.set_aside", None):
-        c["patches_set_aside"] += 1
-    reason = get_path(loc.obj, "grade.reason", None)
-    if reason in REASONS:
-        c[f"unresolved_{reason}"] += 1
-
-
-def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
-    """Graded records -> the samples with non-zero advantage, plus counts of everything excluded or dropped."""
-    sel = Selection()
-    c = {
+def _new_counts() -> dict[str, int]:
+    return {
         "records": 0,
         "excluded_grade_error": 0,
         "excluded_collect_error": 0,
@@ -112,57 +104,81 @@ def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
         "patches_set_aside": 0,  # graded patches whose test-infrastructure edits the grader set aside
         **{f"unresolved_{r}": 0 for r in REASONS},  # scored 0 because the patch broke the test run (grade.reason)
     }
-    groups: dict[tuple[str, str], list[ScoredRollout]] = {}
-    first_version: tuple[str | None, Located] | None = None
-    ids = UniqueIds()
-    for loc in records:
-        c["records"] += 1
-        check_schema(loc, GRADED)
-        ids.check(loc, record_id(loc.obj))
-        status = require(loc, "grade.status", str)
-        if status == "error":
-            c["excluded_grade_error"] += 1
-            continue
-        if loc.obj.get("exit_status") == "error":
-            c["excluded_collect_error"] += 1
-            continue
-        _count_tampering(loc, c)
-        resolved = require(loc, "grade.resolved", bool)
-        run = str(require(loc, "run", (str, int)))
-        iid = require(loc, "instance_id", str)
-        sample = require(loc, "sample", int)
-        turns = require(loc, "stats.turns", int)
-        if turns > cfg.t_max:
-            raise loc.error(
-                "stats.turns", f"{turns} turns > t_max {cfg.t_max}: set --t-max to the --max-turns collect used"
-            )
-        if not cfg.allow_biased_sampling:
-            _check_sampling(loc)
-        version = get_path(loc.obj, "policy.version", None)
-        if first_version is None:
-            first_version = (version, loc)
-        elif version != first_version[0] and not cfg.allow_mixed_versions:
-            other = first_version[1]
-            raise loc.error(
+
+
+class _Versions:
+    """One DAPO update trains on rollouts of one checkpoint: the first record's policy.version, checked on the rest."""
+
+    def __init__(self, allow_mixed: bool):
+        self.allow_mixed = allow_mixed
+        self.first: tuple[Any, Located] | None = None
+
+    def check(self, g: GradedRecord) -> None:
+        if self.first is None:
+            self.first = (g.policy_version, g.loc)
+        elif g.policy_version != self.first[0] and not self.allow_mixed:
+            version, other = self.first
+            raise g.loc.error(
                 "policy.version",
-                f"{version!r} differs from {first_version[0]!r} at {other.source}:{other.line}; one DAPO update "
+                f"{g.policy_version!r} differs from {version!r} at {other.source}:{other.line}; one DAPO update "
                 "trains on rollouts of one checkpoint (synchronous, on-policy): collect again with the current "
                 "checkpoint or pass --allow-mixed-versions",
             )
-        test_reward = 1.0 if resolved else 0.0
-        penalty = step_penalty(turns, cfg.l_thr, cfg.t_max)
-        s = ScoredRollout(loc, run, iid, sample, turns, test_reward, penalty, test_reward + penalty)
-        key = (run, iid)
-        if any(o.sample == sample for o in groups.get(key, ())):
-            raise loc.error("sample", f"duplicate sample {sample} in group run={run!r} instance_id={iid!r}")
-        groups.setdefault(key, []).append(s)
+
+
+def _score(g: GradedRecord, cfg: DapoConfig) -> ScoredRollout:
+    """R_final of one valid rollout (test reward + step penalty), after dapo's own checks of the record."""
+    run = str(g.need("run"))
+    sample = g.need("sample")
+    turns = g.need("turns")
+    if turns > cfg.t_max:
+        raise g.loc.error(
+            "stats.turns", f"{turns} turns > t_max {cfg.t_max}: set --t-max to the --max-turns collect used"
+        )
+    if not cfg.allow_biased_sampling:
+        _check_sampling(g.loc)
+    penalty = step_penalty(turns, cfg.l_thr, cfg.t_max)
+    return ScoredRollout(g.loc, run, g.instance_id, sample, turns, g.test_reward, penalty, g.test_reward + penalty)
+
+
+def _read_groups(records: Iterable[Located], cfg: DapoConfig, sel: Selection) -> dict[GroupKey, list[ScoredRollout]]:
+    """Steps 1-3: the valid rollouts scored and grouped (streams.graded.group_key); counts into `sel.counts`."""
+    c = sel.counts
+    groups: dict[GroupKey, list[ScoredRollout]] = {}
+    versions = _Versions(cfg.allow_mixed_versions)
+    ids = UniqueIds()
+    for loc in records:
+        c["records"] += 1
+        g = read_graded(loc)
+        ids.check(loc, g.id)
+        if g.is_error or g.is_collect_error:
+            c["excluded_grade_error" if g.is_error else "excluded_collect_error"] += 1
+            continue
+        c["patches_set_aside"] += g.set_aside
+        if g.reason in REASONS:
+            c[f"unresolved_{g.reason}"] += 1
+        s = _score(g, cfg)
+        versions.check(g)
+        members = groups.setdefault(g.group, [])
+        if any(o.sample == s.sample for o in members):
+            raise loc.error(
+                "sample", f"duplicate sample {s.sample} in group run={s.run!r} instance_id={s.instance_id!r}"
+            )
+        members.append(s)
         c["samples"] += 1
-        c["resolved"] += int(resolved)
-        c["max_turns"] += int(loc.obj.get("exit_status") == "max_turns")
+        c["resolved"] += int(g.resolved)
+        c["max_turns"] += int(g.exit_status == "max_turns")
         sel.rewards.append(s.reward)
-        sel.test_rewards.append(test_reward)
-    if first_version is not None:
-        sel.version = first_version[0]
+        sel.test_rewards.append(s.test_reward)
+    sel.version = versions.first[0] if versions.first is not None else None
+    return groups
+
+
+def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
+    """Graded records -> the samples with non-zero advantage, plus counts of everything excluded or dropped."""
+    sel = Selection(counts=_new_counts())
+    groups = _read_groups(records, cfg, sel)
+    c = sel.counts
     c["groups"] = len(groups)
     # Canonical order (groups by key, members by sample), so the seeded step split does not depend on the order in
     # which the records arrived (grade writes them as they finish): same rollouts + same seed = same update.
@@ -183,5 +199,4 @@ def select_samples(records: Iterable[Located], cfg: DapoConfig) -> Selection:
         if kept == 0:
             c["groups_dropped"] += 1
     c["samples_kept"] = len(sel.samples)
-    sel.counts = c
     return sel

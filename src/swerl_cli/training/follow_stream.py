@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from swerl_cli.streams.graded import GroupKey, group_key
 from swerl_cli.streams.jsonl import STDIN, parse_line, read_records
 from swerl_cli.streams.records import Located
 
-Key = tuple[str, str]
+Key = GroupKey
 
 
 def tail_records(
@@ -56,10 +57,6 @@ def record_id(loc: Located) -> str:
     if isinstance(rid, str) and rid:
         return rid
     return f"{loc.obj.get('instance_id')}/{loc.obj.get('run')}/{loc.obj.get('sample')}"
-
-
-def group_key(loc: Located) -> Key:
-    return (str(loc.obj.get("run")), str(loc.obj.get("instance_id")))
 
 
 def version_key(version: str) -> str:
