@@ -36,8 +36,12 @@ def group_key(loc: Located) -> GroupKey:
     >>> group_key(Located("f", 1, {"run": 1, "instance_id": "a"})), group_key(Located("f", 2, {"instance_id": "a"}))
     (('1', 'a'), (None, 'a'))
     """
-    iid = require(loc, "instance_id", str)
-    return run_text(require(loc, "run", (str, int), optional=True)), iid
+    obj = loc.obj
+    iid, run = obj.get("instance_id"), obj.get("run")
+    if type(iid) is not str or not (run is None or type(run) is str or type(run) is int):  # filter's hot path
+        require(loc, "instance_id", str)  # raises the located error of the bad field
+        require(loc, "run", (str, int), optional=True)
+    return run_text(run), iid
 
 
 # The record fields behind the view's optional attributes, for `GradedRecord.need` (the error `require` gives).
