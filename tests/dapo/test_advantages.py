@@ -115,7 +115,7 @@ def test_select_samples_refuses_turns_beyond_t_max():
 
 
 def test_logprob_gap_warning_on_level_and_jump():
-    from swerl_cli.training.dapo import _diff_warning
+    from swerl_cli.training.dapo_steps import diff_warning as _diff_warning
 
     cfg = DapoConfig()
     assert _diff_warning(None, 0.01, cfg) is None
