@@ -15,9 +15,12 @@ from swerl_cli.collect import CollectConfig
 from swerl_cli.core.config import flag, flag_fields, resolve_config
 from swerl_cli.executor import JobSettings
 from swerl_cli.grading.grade import GradeConfig
+from swerl_cli.training.dapo_config import DapoConfig
+from swerl_cli.training.rft_config import RftConfig
 
 # Options of a command that are not config fields: where records go, and what to do with the output.
-NOT_CONFIG = {"output", "config", "resume", "tasks", "report", "quiet", "progress"}
+NOT_CONFIG = {"output", "config", "resume", "tasks", "report", "quiet", "progress", "tensorboard", "wandb", "overwrite"}
+NOT_CONFIG |= {"follow", "max_staleness", "groups_per_update", "push", "max_updates", "idle_timeout"}  # dapo --follow
 
 
 def _options(path: list[str]) -> dict[str, list[str]]:
@@ -27,7 +30,10 @@ def _options(path: list[str]) -> dict[str, list[str]]:
     return {p.name: [o for o in p.opts if o.startswith("--")] for p in cmd.params if p.opts[0].startswith("-")}
 
 
-@pytest.mark.parametrize(("path", "cfg"), [(["grade"], GradeConfig), (["collect"], CollectConfig)])
+@pytest.mark.parametrize(
+    ("path", "cfg"),
+    [(["grade"], GradeConfig), (["collect"], CollectConfig), (["rft"], RftConfig), (["dapo"], DapoConfig)],
+)
 def test_every_config_flag_is_its_fields_twin(path, cfg):
     fields = {f.name for f in dataclasses.fields(cfg)}
     for param, longs in _options(path).items():
@@ -50,7 +56,14 @@ def _command(path: list[str]):
 
 
 @pytest.mark.parametrize(
-    ("path", "cfg"), [(["grade"], GradeConfig), (["collect"], CollectConfig), (["tasks", "validate"], GradeConfig)]
+    ("path", "cfg"),
+    [
+        (["grade"], GradeConfig),
+        (["collect"], CollectConfig),
+        (["tasks", "validate"], GradeConfig),
+        (["rft"], RftConfig),
+        (["dapo"], DapoConfig),
+    ],
 )
 def test_a_config_flag_is_declared_once_on_its_field(path, cfg):
     """The help (and metavar) of every option that is a config field is the one its field declares."""

@@ -67,21 +67,6 @@ WANDB = Annotated[
     typer.Option("--wandb", help="Also log the step metrics to a Weights & Biases run (needs the wandb package)."),
 ]
 
-# The engine options `rft` and `dapo` share (TrainConfig fields), declared once.
-OFFLOAD = Annotated[bool | None, typer.Option(help="Offload optimizer state (and ZeRO-3 params) to CPU memory.")]
-GRADIENT_CHECKPOINTING = Annotated[bool | None, typer.Option(help="Recompute activations in backward.")]
-DTYPE = Annotated[str | None, typer.Option(help="auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")]
-ATTN_IMPLEMENTATION = Annotated[
-    str | None,
-    typer.Option(
-        help="Attention over packed rows: auto, packed_sdpa, flash_attention_2 (per document), or sdpa/eager (dense)."
-    ),
-]
-SEQUENCE_PARALLEL = Annotated[
-    int | None,
-    typer.Option(help="Ulysses sequence parallelism: split each sequence over N ranks (divides the world size)."),
-]
-
 
 def debug_enabled() -> bool:
     """SWERL_DEBUG=1 (or any value but 0/false): let errors keep their traceback."""

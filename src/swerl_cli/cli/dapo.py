@@ -8,20 +8,17 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import (
-    ATTN_IMPLEMENTATION,
     CONFIG,
-    DTYPE,
-    GRADIENT_CHECKPOINTING,
     INPUTS,
-    OFFLOAD,
     OVERWRITE,
-    SEQUENCE_PARALLEL,
     TENSORBOARD,
     WANDB,
     boundary,
     check_training_paths,
     err_console,
 )
+from swerl_cli.cli._flags import Flags, config_options
+from swerl_cli.training.dapo_config import DapoConfig
 
 HELP = (
     "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
@@ -40,56 +37,14 @@ def register(app: typer.Typer) -> None:
 
 
 @boundary("dapo")
+@config_options(DapoConfig)
 def _dapo(
     inputs: INPUTS = None,
-    model: Annotated[str | None, _opt("Checkpoint k: the policy that sampled the rollouts.", "--model", "-m")] = None,
-    output: Annotated[str | None, _opt("Directory for checkpoint k+1 (written atomically).", "--output", "-o")] = None,
     config: CONFIG = None,
-    metrics: Annotated[str | None, _opt("Metrics JSONL path (default: OUTPUT/metrics.jsonl).")] = None,
-    eps_low: Annotated[float | None, _opt("Lower clip bound eps_low (paper 0.2).")] = None,
-    eps_high: Annotated[float | None, _opt("Upper clip bound eps_high (paper 0.3 stage 1, 0.26 stage 2).")] = None,
-    group_size: Annotated[int | None, _opt("G, samples per task the run collected (>= 2; paper 10).")] = None,
-    l_thr: Annotated[int | None, _opt("Turn count from which the step penalty applies (paper 10).")] = None,
-    t_max: Annotated[int | None, _opt("The run's max turns (collect --max-turns; paper 40, then 80).")] = None,
-    std: Annotated[str | None, _opt("Group std: population or sample.")] = None,
-    adv_delta: Annotated[float | None, _opt("delta in (R - mean) / (std + delta).")] = None,
-    old_logprobs: Annotated[str | None, _opt("pi_old logprobs: trainer (recomputed) or sampler (recorded).")] = None,
-    token_norm: Annotated[str | None, _opt("Loss normaliser: action tokens of each step, or of the iteration.")] = None,
-    loss: Annotated[
-        str | None, _opt("Loss: dapo (the paper's), or an off-policy correction beside it: tis, mis, ipo.")
-    ] = None,
-    is_cap: Annotated[float | None, _opt("tis: cap of the weight pi_old/pi_infer; mis: mask above it (2.0).")] = None,
-    is_floor: Annotated[float | None, _opt("mis: mask tokens whose weight pi_old/pi_infer is below it (0.5).")] = None,
-    ipo_eps: Annotated[float | None, _opt("ipo: mask tokens with |pi_train - pi_infer| above this (0.3).")] = None,
-    lr: Annotated[float | None, _opt("Learning rate (paper 1e-6, constant).")] = None,
-    weight_decay: Annotated[float | None, _opt("AdamW weight decay (paper 0.1).")] = None,
-    grad_clip: Annotated[float | None, _opt("Gradient-norm clip (paper 1.0; 0 disables).")] = None,
-    batch_size: Annotated[int | None, _opt("Trajectories per optimizer step (paper 128, then 256).")] = None,
-    micro_batch_tokens: Annotated[int | None, _opt("Token budget of one packed forward/backward.")] = None,
-    max_seq_len: Annotated[int | None, _opt("Longest trajectory sequence accepted, in tokens.")] = None,
-    zero_stage: Annotated[int | None, _opt("DeepSpeed ZeRO stage (0-3).")] = None,
-    offload: OFFLOAD = None,
-    gradient_checkpointing: GRADIENT_CHECKPOINTING = None,
-    dtype: DTYPE = None,
-    attn_implementation: ATTN_IMPLEMENTATION = None,
-    sequence_parallel: SEQUENCE_PARALLEL = None,
-    seed: Annotated[int | None, _opt("Seed for the step split and the engine.")] = None,
-    carry_optimizer: Annotated[
-        bool | None, _opt("Load/save AdamW state beside the checkpoints so it persists across iterations.")
-    ] = None,
-    allow_biased_sampling: Annotated[
-        bool | None, _opt("Train on rollouts sampled with truncation or temperature != 1 (biased ratio).")
-    ] = None,
-    allow_mixed_versions: Annotated[
-        bool | None, _opt("Train on rollouts of several policy versions (off-policy).")
-    ] = None,
+    flags: Flags | None = None,
     tensorboard: TENSORBOARD = None,
     wandb: WANDB = False,
     overwrite: OVERWRITE = False,
-    rerender: Annotated[bool | None, _opt("Re-render with the chat template when token ids cannot be used.")] = None,
-    skip_unrebuildable: Annotated[
-        bool | None, _opt("Drop (and count) trajectories whose token ids cannot be rebuilt (prefix_ok false).")
-    ] = None,
     follow: Annotated[
         bool,
         _opt(
@@ -116,12 +71,9 @@ def _dapo(
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.training import dist
     from swerl_cli.training.dapo import run_dapo
-    from swerl_cli.training.dapo_config import DapoConfig
     from swerl_cli.training.trackers import TrackerSpec
-    from swerl_cli.training.train_config import field_names
 
-    flags = {k: v for k, v in locals().items() if k in field_names(DapoConfig)}
-    cfg = resolve_config(DapoConfig, config, **flags)
+    cfg = resolve_config(DapoConfig, config, **(flags or {}))
     if not cfg.model or not cfg.output:
         raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
     if Path(cfg.output).resolve() != Path(cfg.model).resolve() and not follow:  # output == model: run_dapo says so

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.losses.base import check_loss
 from swerl_cli.training.train_config import TrainConfig
@@ -23,31 +24,45 @@ class DapoConfig(TrainConfig):
     output: checkpoint k+1, metrics) and the optimizer/engine fields (AdamW 0.9/0.999/1e-8, weight decay 0.1, clip
     1.0, ZeRO, dtype, attention, SP) come from TrainConfig."""
 
+    model: str = flag("", "Checkpoint k: the policy that sampled the rollouts.", names=("--model", "-m"))
+    output: str = flag("", "Directory for checkpoint k+1 (written atomically).", names=("--output", "-o"))
     # Objective (paper Eq. 2-4, 8; Table 3 Stage 1).
-    eps_low: float = 0.2
-    eps_high: float = 0.3
-    group_size: int = 10  # G: samples per (run, instance_id); collect --samples G
-    l_thr: int = 10  # turns from which the step penalty applies
-    t_max: int = 40  # the run's max turns (collect --max-turns): penalty reaches -1 there
-    std: str = "population"  # group std: population (ddof 0) or sample (ddof 1); paper silent
-    adv_delta: float = 1e-6  # delta in (R - mean) / (std + delta); paper silent
-    old_logprobs: str = "trainer"  # pi_old: recomputed by the trainer before the update, or the sampler's
-    token_norm: str = "step"  # normalise by the action tokens of each optimizer step's batch, or of the iteration
+    eps_low: float = flag(0.2, "Lower clip bound eps_low (paper 0.2).")
+    eps_high: float = flag(0.3, "Upper clip bound eps_high (paper 0.3 stage 1, 0.26 stage 2).")
+    # G: samples per (run, instance_id); collect --samples G
+    group_size: int = flag(10, "G, samples per task the run collected (>= 2; paper 10).")
+    l_thr: int = flag(10, "Turn count from which the step penalty applies (paper 10).")
+    # the penalty reaches -1 at t_max
+    t_max: int = flag(40, "The run's max turns (collect --max-turns; paper 40, then 80).")
+    # population (ddof 0) or sample (ddof 1); paper silent
+    std: str = flag("population", "Group std: population or sample.")
+    adv_delta: float = flag(1e-6, "delta in (R - mean) / (std + delta).")  # paper silent
+    # pi_old: recomputed by the trainer before the update, or the sampler's
+    old_logprobs: str = flag("trainer", "pi_old logprobs: trainer (recomputed) or sampler (recorded).")
+    # normalise by the action tokens of each optimizer step's batch, or of the iteration
+    token_norm: str = flag("step", "Loss normaliser: action tokens of each step, or of the iteration.")
     # Loss (training/losses): dapo (the paper's) or an off-policy correction beside it: tis, mis, ipo.
-    loss: str = "dapo"
-    is_cap: float = 2.0  # tis: importance weight pi_old/pi_infer capped here; mis: tokens above it masked
-    is_floor: float = 0.5  # mis: tokens whose importance weight is below this are masked
-    ipo_eps: float = 0.3  # ipo: tokens with |pi_train - pi_infer| > ipo_eps are masked
+    loss: str = flag("dapo", "Loss: dapo (the paper's), or an off-policy correction beside it: tis, mis, ipo.")
+    is_cap: float = flag(2.0, "tis: cap of the weight pi_old/pi_infer; mis: mask above it (2.0).")
+    is_floor: float = flag(0.5, "mis: mask tokens whose weight pi_old/pi_infer is below it (0.5).")
+    ipo_eps: float = flag(0.3, "ipo: mask tokens with |pi_train - pi_infer| above this (0.3).")
     # Optimisation (paper: lr 1e-6 constant, AdamW 0.9/0.999/1e-8, wd 0.1, clip 1.0, 1 epoch).
-    lr: float = 1e-6
-    batch_size: int = 128  # trajectories per optimizer step (Stage 2: 256)
-    micro_batch_tokens: int = 16384  # token budget of one packed forward/backward (gradient accumulation unit)
-    carry_optimizer: bool = True  # load/save AdamW state beside the checkpoint so moments persist across iterations
+    lr: float = flag(1e-6, "Learning rate (paper 1e-6, constant).")
+    batch_size: int = flag(128, "Trajectories per optimizer step (paper 128, then 256).")
+    # the gradient accumulation unit
+    micro_batch_tokens: int = flag(16384, "Token budget of one packed forward/backward.")
+    max_seq_len: int = flag(65536, "Longest trajectory sequence accepted, in tokens.")
+    seed: int = flag(0, "Seed for the step split and the engine.")
+    carry_optimizer: bool = flag(True, "Load/save AdamW state beside the checkpoints so it persists across iterations.")
     # Guard rails.
-    allow_biased_sampling: bool = False
-    allow_mixed_versions: bool = False
-    rerender: bool = False  # re-render with the chat template when token ids cannot be rebuilt (prefix_ok false)
-    skip_unrebuildable: bool = False  # or drop such trajectories and count them (counts.samples_skipped_unrebuildable)
+    allow_biased_sampling: bool = flag(
+        False, "Train on rollouts sampled with truncation or temperature != 1 (biased ratio)."
+    )
+    allow_mixed_versions: bool = flag(False, "Train on rollouts of several policy versions (off-policy).")
+    rerender: bool = flag(False, "Re-render with the chat template when token ids cannot be used.")
+    skip_unrebuildable: bool = flag(  # counted in counts.samples_skipped_unrebuildable
+        False, "Drop (and count) trajectories whose token ids cannot be rebuilt (prefix_ok false)."
+    )
     logprob_diff_warn: float = 0.1  # warn when mean |logp_trainer - logp_sampler| exceeds this ...
     logprob_diff_jump: float = 2.0  # ... or exceeds this factor times the previous iteration's value
     shuffle: bool = True  # shuffle kept samples before splitting them into optimizer steps

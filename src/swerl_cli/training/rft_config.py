@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.data import TOO_LONG_POLICIES
 from swerl_cli.training.losses.base import check_loss
@@ -16,29 +17,39 @@ class RftConfig(TrainConfig):
     """One RFT run. Field names are the CLI flags with '-' for '_'; the model, output and metrics paths and the
     optimizer/engine fields come from TrainConfig."""
 
+    model: str = flag("", "Base model: a save_pretrained directory or hub name.", names=("--model", "-m"))
+    output: str = flag("", "Checkpoint directory to write.", names=("--output", "-o"))
     # Optimisation (paper §4.2); the other optimizer fields keep TrainConfig's defaults (AdamW 0.9/0.999/1e-8,
     # weight decay 0.1, clip 1.0).
-    lr: float = 5e-6
-    warmup_steps: int = 10
-    lr_schedule: str = "cosine"
-    epochs: int = 1
-    batch_size: int = 64  # sequences per optimizer step (global, over all ranks) ...
-    batch_tokens: int | None = None  # ... or tokens per optimizer step, when set
-    micro_batch_tokens: int | None = None  # token budget of one packed forward/backward per rank (max_seq_len)
-    max_steps: int | None = None  # stop after this step (the lr schedule still spans the full run)
-    shuffle: bool = True
+    lr: float = flag(5e-6, "Peak learning rate (paper 5e-6).")
+    warmup_steps: int = flag(10, "Linear warmup steps before the cosine decay (paper 10).")
+    lr_schedule: str = flag("cosine", "cosine (to 0 at the last step) or constant.")
+    epochs: int = flag(1, "Passes over the data (paper 1).")
+    batch_size: int = flag(64, "Sequences per optimizer step, over all ranks (paper 64).")
+    batch_tokens: int | None = flag(None, "Tokens per optimizer step instead of --batch-size.")
+    # default: max_seq_len
+    micro_batch_tokens: int | None = flag(None, "Token budget of one packed forward/backward per rank.")
+    max_seq_len: int = flag(65536, "Longest sequence in tokens (paper 65536).")
+    # the lr schedule still spans the full run
+    max_steps: int | None = flag(None, "Stop after this many optimizer steps.")
+    seed: int = flag(0, "Seed for the shuffle and the engine.")
+    shuffle: bool = flag(True, "Shuffle sequences (seeded) before cutting them into steps.")
     # Data.
-    too_long: str = "error"  # error | truncate | drop
-    skip_invalid: bool = False
+    too_long: str = flag("error", "Longer sequences: error, truncate (masked tail) or drop.")
+    skip_invalid: bool = flag(False, "Skip (and count) unusable records instead of failing.")
     loss: str = "sft"  # training/losses registry: the masked NLL
-    mask_format_errors: bool = True  # paper Figure 2: format-error turns are not trained on
-    rerender: bool = False  # re-render with the chat template when token ids cannot be rebuilt (prefix_ok false)
-    skip_unrebuildable: bool = False  # or drop such trajectories and count them (data.skipped_unrebuildable)
+    mask_format_errors: bool = flag(  # paper Figure 2: format-error turns are not trained on
+        True, "Mask assistant turns flagged format_error.", names=("--mask-format-errors/--train-format-errors",)
+    )
+    rerender: bool = flag(False, "Re-render with the chat template when token ids cannot be used.")
+    skip_unrebuildable: bool = flag(  # counted in data.skipped_unrebuildable
+        False, "Drop (and count) trajectories whose token ids cannot be rebuilt (prefix_ok false)."
+    )
     # Outputs.
-    save_every: int = 0  # steps between resumable DeepSpeed checkpoints (0: only at the end)
+    save_every: int = flag(0, "Resumable DeepSpeed checkpoint every N steps (0: none).")
     keep_checkpoints: int = 2
-    resume: bool = False
-    report_to: str = "none"  # none | tensorboard | wandb
+    resume: bool = flag(False, "Continue from the last checkpoint under OUTPUT/ds_checkpoints.")
+    report_to: str = flag("none", "Also log to: none, tensorboard (beside metrics.jsonl) or wandb.")
 
     def __post_init__(self) -> None:
         def bad(field: str, msg: str) -> ConfigError:

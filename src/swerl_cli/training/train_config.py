@@ -8,9 +8,9 @@ stays light.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 
 ATTN_IMPLEMENTATIONS = ("auto", "packed_sdpa", "sdpa", "flash_attention_2", "eager")
@@ -21,26 +21,32 @@ class TrainConfig:
     """Paths (model in, checkpoint and metrics out), optimizer (AdamW + warmup/schedule + clipping) and engine
     (ZeRO, dtype, attention, SP) knobs."""
 
+    # Fields with `flag(...)` are flags of rft and dapo (a stage redeclares a field for its own default or help).
     model: str = ""  # the model to train: a save_pretrained dir or hub name (dapo: checkpoint k)
     output: str = ""  # the checkpoint directory to write (dapo: checkpoint k+1), published whole (publish.py)
-    metrics: str | None = None  # the metrics JSONL; default OUTPUT/metrics.jsonl
+    metrics: str | None = flag(None, "Metrics JSONL path (default: OUTPUT/metrics.jsonl).")
     lr: float = 5e-6
-    weight_decay: float = 0.1
+    weight_decay: float = flag(0.1, "AdamW weight decay (paper 0.1).")
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_eps: float = 1e-8
-    grad_clip: float = 1.0
+    grad_clip: float = flag(1.0, "Gradient-norm clip (paper 1.0; 0 disables).")
     warmup_steps: int = 0
     lr_schedule: str = "constant"  # constant | cosine (to 0 at the last step)
     seed: int = 0
-    zero_stage: int = 2
-    offload: bool = False  # optimizer state (and ZeRO-3 parameters) in CPU memory
-    gradient_checkpointing: bool = False
-    dtype: str = "auto"  # auto: bf16 on CUDA, fp32 on CPU
+    zero_stage: int = flag(2, "DeepSpeed ZeRO stage (0-3; default 2).")
+    offload: bool = flag(False, "Offload optimizer state (and ZeRO-3 params) to CPU memory.")
+    gradient_checkpointing: bool = flag(False, "Recompute activations in backward.")
+    dtype: str = flag("auto", "auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")
     # auto: flash_attention_2 on CUDA when flash-attn is installed, else packed_sdpa (per-document SDPA); both
     # attend within each packed document only. sdpa/eager build a dense (T, T) block mask (slow; for comparison).
-    attn_implementation: str = "auto"
-    sequence_parallel: int = 1  # Ulysses SP degree: each sequence is split over this many ranks
+    attn_implementation: str = flag(
+        "auto",
+        "Attention over packed rows: auto, packed_sdpa, flash_attention_2 (per document), or sdpa/eager (dense).",
+    )
+    sequence_parallel: int = flag(  # Ulysses SP degree
+        1, "Ulysses sequence parallelism: split each sequence over N ranks (divides the world size)."
+    )
     max_seq_len: int = 65536
 
     def __post_init__(self) -> None:
@@ -77,8 +83,3 @@ class TrainConfig:
             )
         if self.max_seq_len < 2:
             raise bad("max_seq_len", f"must be >= 2, got {self.max_seq_len}")
-
-
-def field_names(cls: type) -> set[str]:
-    """Every dataclass field of `cls`, inherited ones included (the CLI's flag filter)."""
-    return {f.name for f in dataclasses.fields(cls)}
