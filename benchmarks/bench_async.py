@@ -3,7 +3,7 @@ model, weights pushed into a stand-in policy server whose episodes are long-tail
 (tests/agent/standin_server.py).
 
     sync:   N times: collect G samples of the toy task (--policy-version server) | grade -> swerl dapo -> reload
-    async:  a collector makes passes over the task (K + 1 in flight), appended to a stream; `swerl dapo --follow
+    async:  a collector makes passes over the task (K + 1 in flight), one graded file each; `swerl dapo --follow
             --max-staleness K` trains one group per update and pushes each checkpoint (drained, probe-checked)
 
 Both sides train one group of G per update with one optimizer step (batch = G), so N updates are N optimizer
@@ -70,12 +70,12 @@ def _async(server: Any, model: Path, work: Path, k: int) -> dict[str, Any]:
 
     url = server.base_url.removesuffix("/v1")
     reload(url, str(model))
-    stream = work / "stream.jsonl"
-    stream.write_text("")
+    stream = work / "stream"  # one graded file per pass (make rl ASYNC's layout), followed as a directory
+    stream.mkdir()
     passes = " ".join(str(r) for r in range(3 * N + 2))
     # K + 1 passes in flight (a staleness bound of K lets the sampler run K groups ahead): while one pass waits for
     # its slowest episode, the next one keeps the server busy.
-    one = f"( {_collect(url, 'async-$r', '$((1000 * r))')} >> {stream} ) &"
+    one = f"( {_collect(url, 'async-$r', '$((1000 * r))')} -o {stream}/async-$r.jsonl ) &"
     state = work / "run" / "follow_state.json"
     done = f"$(grep -o '\"updates\": [0-9]*' {state} 2>/dev/null | grep -o '[0-9]*$' || echo 0)"
     ahead = f"while [ $((r - {done})) -gt {k} ]; do sleep 0.5; done"  # never more than K + 1 groups ahead

@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
 # The asynchronous RL loop (make rl ASYNC=1 STALENESS=K, POLICY=vllm-server): collection never waits for the trainer.
 #
-#   collector (background): passes over the task pool (at most K + 1 ahead of the trainer's updates), each `swerl collect --policy-version server` (every
-#       turn records the server's weight version) | `swerl grade`, appended to $RUNS/stream.jsonl
-#   trainer (foreground):   `swerl dapo --follow $RUNS/stream.jsonl --output $RUNS --push URL`: one update per
-#       GROUPS complete groups sampled at most K optimizer steps ago; each new checkpoint is reloaded into the same
-#       server in place (drained: requests in flight finish on the old weights; probe-checked)
+#   collector (background): passes r = 0, 1, ... over the task pool (at most K + 1 ahead of the trainer's updates),
+#       each `swerl collect --policy-version server` (every turn records the server's weight version) | `swerl
+#       grade`, pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its collected ones in
+#       $RUNS/collected/async-r.jsonl)
+#   trainer (foreground):   `swerl dapo --follow $RUNS/stream --output $RUNS --push URL` (the directory: every pass
+#       file): one update per GROUPS complete groups sampled at most K optimizer steps ago; each new checkpoint is
+#       reloaded into the same server in place (drained: requests in flight finish on the old weights; probe-checked)
 #
-# Restartable: the trainer resumes from $RUNS/follow_state.json and skips consumed records; a restarted collector
-# starts at the next pass number (run ids never repeat), so a pass killed midway leaves incomplete groups that are
-# never trained (their records stay in the stream file). Environment: every variable mk/rl.mk passes below.
+# Restartable after kill -9 of the collector, its collect or grade, or the trainer: the trainer resumes from
+# $RUNS/follow_state.json and skips consumed records; a restarted collector skips finished passes (marked
+# async-r.done) and resumes an unfinished one (collect --resume collects only its missing samples, grade --resume
+# cuts a torn last line and grades only what its file lacks), so every group of every pass completes and is
+# trained once. Each pass file has one writer at a time (grade -o locks it). Environment: what mk/rl.mk passes.
 set -euo pipefail
 export SWERL=${SWERL:-.venv/bin/swerl}
 
-updates() { grep -o '"updates": [0-9]*' "$RUNS/follow_state.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
+field() { grep -o "\"$1\": [0-9]*" "$RUNS/follow_state.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
+used() { echo $(($(field updates) + $(field dropped_stale) / GROUPS)); } # passes the trainer has used up
 
-collector() {  # passes $1 .. $2 over the pool, appended to the stream, at most STALENESS + 1 passes ahead
-  local u0
-  u0=$(updates)
+one_pass() { # pass $1: fresh (collect | grade, pipelined) or resumed after a kill (the missing samples, then grade)
+  local c=$RUNS/collected/async-$1.jsonl g=$RUNS/stream/async-$1.jsonl
+  # shellcheck disable=SC2206  # COLLECT_ARGS / GRADE_ARGS are word lists
+  local collect=($SWERL collect --policy openai --model swerl-policy --policy-version server --base-url "$URL/v1"
+    --samples "$G" --run "async-$1" --max-turns "$MAX_TURNS" --max-context-tokens "$CONTEXT"
+    --max-new-tokens "$MAX_NEW_TOKENS" --concurrency "$CONCURRENCY" --seed $((SEED * 100000 + $1 * 1000))
+    ${COLLECT_ARGS:-}) grade=($SWERL grade --workers "$CONCURRENCY" --resume -o "$g" ${GRADE_ARGS:-})
+  if [ -e "$c" ]; then
+    "${collect[@]}" --resume -o "$c" "$POOL"
+    "${grade[@]}" "$c"
+  else
+    "${collect[@]}" "$POOL" | tee -a "$c" | "${grade[@]}"
+  fi
+  touch "$RUNS/collected/async-$1.done"
+}
+
+collector() { # passes $1 .. $2 over the pool, at most STALENESS + 1 passes ahead of the trainer
+  mkdir -p "$RUNS/collected" "$RUNS/stream"
   for r in $(seq "$1" "$2"); do
+    if [ -e "$RUNS/collected/async-$r.done" ]; then continue; fi
     # a pass is one update's worth of groups: running further ahead would only make groups the trainer drops
-    while [ $((r - $1 - $(updates) + u0)) -gt "$STALENESS" ]; do sleep 1; done
-    echo "$r" >"$RUNS/collect-pass"
-    # shellcheck disable=SC2086  # COLLECT_ARGS / GRADE_ARGS are word lists
-    $SWERL collect --policy openai --model swerl-policy --policy-version server --base-url "$URL/v1" \
-      --samples "$G" --run "async-$r" --max-turns "$MAX_TURNS" --max-context-tokens "$CONTEXT" \
-      --max-new-tokens "$MAX_NEW_TOKENS" --concurrency "$CONCURRENCY" --seed $((SEED * 100000 + r * 1000)) \
-      ${COLLECT_ARGS:-} "$POOL" | $SWERL grade --workers "$CONCURRENCY" ${GRADE_ARGS:-} >>"$RUNS/stream.jsonl"
+    while [ $((r - $(used))) -gt "$STALENESS" ]; do sleep 1; done
+    one_pass "$r"
   done
 }
 if [ "${1:-}" = collector ]; then collector "$2" "$3"; exit 0; fi
@@ -35,24 +51,22 @@ if [ "${1:-}" = collector ]; then collector "$2" "$3"; exit 0; fi
 export URL=http://127.0.0.1:$VLLM_PORT
 url=$URL
 mkdir -p "$RUNS"
-stream=$RUNS/stream.jsonl
-touch "$stream"
-groups=${GROUPS_PER_UPDATE:-$(grep -c . "$POOL")}
+stream=$RUNS/stream
+mkdir -p "$stream" "$RUNS/collected"
+GROUPS=${GROUPS_PER_UPDATE:-$(grep -c . "$POOL")}
 passes=$((ITERS + STALENESS + 1))
-first=$(cat "$RUNS/collect-pass" 2>/dev/null || echo 0)
-if [ -s "$RUNS/collect-pass" ]; then first=$((first + 1)); fi
 start_ckpt=$MODEL
 if [ -s "$RUNS/follow_state.json" ]; then
   start_ckpt=$("${PY:-.venv/bin/python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$RUNS/follow_state.json")
 fi
 bash scripts/rl-vllm.sh ensure "$start_ckpt" "$VLLM_PORT" "$VLLM_STATE"
 
-export RUNS MODEL POOL G SEED MAX_TURNS CONTEXT MAX_NEW_TOKENS CONCURRENCY COLLECT_ARGS GRADE_ARGS STALENESS
-setsid bash "$0" collector "$first" $((first + passes - 1)) &
+export RUNS MODEL POOL G GROUPS SEED MAX_TURNS CONTEXT MAX_NEW_TOKENS CONCURRENCY COLLECT_ARGS GRADE_ARGS STALENESS
+setsid bash "$0" collector 0 $((passes - 1)) &
 cpid=$!
 trap 'kill -TERM -- -$cpid 2>/dev/null || true' EXIT
 # shellcheck disable=SC2086  # DAPO_ARGS is a word list
 $SWERL dapo --follow "$stream" --model "$MODEL" --output "$RUNS" --push "$url" --max-staleness "$STALENESS" \
-  --groups-per-update "$groups" --max-updates "$ITERS" --group-size "$G" --t-max "$T_MAX" --l-thr "$L_THR" \
+  --groups-per-update "$GROUPS" --max-updates "$ITERS" --group-size "$G" --t-max "$T_MAX" --l-thr "$L_THR" \
   --eps-high "$EPS_HIGH" --batch-size "$BATCH" --lr "$LR" --max-seq-len "$CONTEXT" --seed "$SEED" \
   --loss "${LOSS:-tis}" --idle-timeout "${IDLE_TIMEOUT:-3600}" ${DAPO_ARGS:-} >>"$RUNS/follow.jsonl"

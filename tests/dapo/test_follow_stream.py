@@ -100,3 +100,50 @@ def test_run_dir_of_a_synchronous_run_is_refused_a_stream_file_is_fine(tmp_path:
         check_run_dir(FollowOptions("m", str(tmp_path)))
     with pytest.raises(UsageError, match="--max-staleness must be >= 0"):
         check_run_dir(FollowOptions("m", str(tmp_path / "new"), max_staleness=-1))
+
+
+def test_a_directory_is_followed_file_by_file_and_a_torn_tail_waits_for_its_restarted_writer(tmp_path: Path):
+    """Each pass file has one writer; a writer killed mid-line leaves a torn last line. The follower never parses
+    it, keeps reading the other files, and continues once a restarted writer (`-o FILE --resume`) cuts it and
+    appends whole lines; a file that appears later is picked up."""
+    from swerl_cli.streams.outputs import open_output
+
+    d = tmp_path / "stream"
+    d.mkdir()
+    a, b = d / "async-0.jsonl", d / "async-1.jsonl"
+    first = json.dumps(rollout("A", 0)).encode() + b"\n"
+    a.write_bytes(first + (json.dumps(rollout("A", 1)).encode() + b"\n")[:25])  # the writer died mid-line
+    seen: list[tuple[str, int]] = []
+
+    def writers() -> None:
+        time.sleep(0.3)
+        b.write_bytes(json.dumps(rollout("B", 0)).encode() + b"\n")  # another pass goes on meanwhile
+        time.sleep(0.3)
+        with open_output(str(a), "append", resume=True) as out:  # the restarted writer: torn line cut, then appends
+            assert "A/iter-0/0" in out.done_ids
+            out.write(rollout("A", 1))
+
+    t = threading.Thread(target=writers)
+    t.start()
+    for loc in tail_records(str(d), poll_s=0.02, idle_timeout_s=1.5):
+        seen.append((loc.obj["instance_id"], loc.obj["sample"]))
+    t.join()
+    assert sorted(seen) == [("A", 0), ("A", 1), ("B", 0)]
+    assert a.read_bytes().count(b"\n") == 2  # no fragment left in the file
+
+
+def test_a_followed_file_rewritten_under_the_reader_is_one_clear_error(tmp_path: Path):
+    import pytest
+
+    from swerl_cli.core.errors import InputError
+
+    d = tmp_path / "stream"
+    d.mkdir()
+    f = d / "async-0.jsonl"
+    f.write_bytes(b"".join(json.dumps(rollout("A", i)).encode() + b"\n" for i in range(2)))
+    it = tail_records(str(d), poll_s=0.01, idle_timeout_s=0.5)
+    assert next(it).obj["sample"] == 0
+    assert next(it).obj["sample"] == 1
+    f.write_bytes(b"")  # a fresh `grade -o` (no --resume) empties its file: what was read would be read again
+    with pytest.raises(InputError, match="async-0.jsonl:2: shrank below the lines already read"):
+        next(it)

@@ -48,14 +48,18 @@ def _dapo(
     follow: Annotated[
         bool,
         _opt(
-            "Asynchronous trainer: read graded records as a stream (a growing file, or - until EOF), one update per "
-            "batch of complete groups; --output is then the run directory (iter-n/, follow_state.json).",
+            "Asynchronous trainer: read graded records as a stream (a growing file, a directory of them, or - "
+            "until EOF), one update per batch of complete groups; --output is then the run directory (iter-n/, "
+            "follow_state.json).",
             "--follow",
         ),
     ] = False,
     max_staleness: Annotated[
         int, _opt("--follow: drop groups sampled more than K optimizer steps before the update (0: on-policy).")
     ] = 1,
+    stale_decay: Annotated[
+        float, _opt("--follow: weight each kept group of staleness a by D**a (advantages scaled; 1: none).")
+    ] = 1.0,
     groups_per_update: Annotated[int, _opt("--follow: complete fresh groups per update.")] = 1,
     push: Annotated[
         str | None, _opt("--follow: vLLM server URL to reload each new checkpoint into (drained, probe-checked).")
@@ -81,7 +85,10 @@ def _dapo(
     if follow:
         from swerl_cli.training.follow import FollowOptions
 
-        opts = FollowOptions(cfg.model, cfg.output, max_staleness, groups_per_update, push, max_updates, idle_timeout)
+        opts = FollowOptions(
+            cfg.model, cfg.output, max_staleness, groups_per_update, push, max_updates, idle_timeout,
+            stale_decay=stale_decay,
+        )  # fmt: skip
         _follow(inputs or ["-"], cfg, opts)
         return
     if dist.world_size() > 1 and (not inputs or "-" in inputs):
@@ -99,7 +106,10 @@ def _follow(inputs: list[str], cfg: object, opts: object) -> None:
     from swerl_cli.training.follow import check_run_dir, run_follow
 
     if len(inputs) != 1:
-        raise UsageError(f"--follow reads one stream (a file the grader appends to, or -), got {len(inputs)} inputs")
+        raise UsageError(
+            f"--follow reads one stream (a file the grader appends to, a directory of such files, or -), got "
+            f"{len(inputs)} inputs"
+        )
     check_run_dir(opts)  # type: ignore[arg-type]
     with open_output(None) as out:
         for summary in run_follow(inputs[0], cfg, opts, err_console.print):  # type: ignore[arg-type]

@@ -107,6 +107,7 @@ def _prepare(records: Iterable[Located], cfg: DapoConfig, log: Log) -> _Data:
 def _load_kept(sel: Selection, tok: Any, cfg: DapoConfig) -> list[Any]:
     """Kept graded records -> training samples (all action tokens trainable), each carrying its advantage."""
     from swerl_cli.training.data import DataStats, UnrebuildableError, fit_length, trajectory_to_sample
+    from swerl_cli.training.follow_stream import staleness_weight
 
     stats = DataStats()
     needs_infer = get_loss(cfg.loss, cfg, "dapo").needs_sampler_logprobs
@@ -133,7 +134,7 @@ def _load_kept(sel: Selection, tok: Any, cfg: DapoConfig) -> list[Any]:
                     "trainer's; collect with logprobs or use --loss dapo",
                 )
             sample.infer_logprobs = list(sample.logprobs)
-        sample.advantage = s.advantage
+        sample.advantage = s.advantage * staleness_weight(s.loc)  # 1 unless dapo --follow --stale-decay set it
         samples.append(sample)
     if sel.samples and not samples:
         raise InputError(None, None, None, "every kept trajectory was skipped by --skip-unrebuildable")

@@ -1,5 +1,6 @@
 """`swerl dapo --follow`: the asynchronous trainer. Graded records stream in; each batch of complete groups is one
-DAPO update; the new checkpoint is pushed into the running policy server; groups too stale are dropped.
+DAPO update; the new checkpoint is pushed into the running policy server; groups too stale are dropped, and with
+`stale_decay` D < 1 the kept ones are down-weighted by D**staleness (`staleness_weight` on their records).
 
 Layout under OUTPUT (that of `make rl`, so `swerl report` and `make rl-status` read it unchanged):
 
@@ -13,7 +14,9 @@ Layout under OUTPUT (that of `make rl`, so `swerl report` and `make rl-status` r
 An update is committed when follow_state.json is replaced (atomically) after its checkpoint is complete. A restart
 (after `kill -9` at any moment) reads the state, deletes what an uncommitted update left, re-reads the input from
 the start and skips consumed ids: no record is trained twice, and none is lost as long as the input is a file the
-grader appends to (a pipe's unread content dies with the process). Each update runs `swerl dapo` as a child
+grader appends to, or a directory of them (a pipe's unread content dies with the process). A writer killed mid-line
+leaves a torn last line, never parsed: the follower waits until the restarted writer (`grade -o FILE --resume`)
+cuts it and appends whole lines. Each update runs `swerl dapo` as a child
 process (killed with its parent), so its numbers are exactly those of the synchronous loop's update.
 """
 
@@ -49,6 +52,7 @@ class FollowOptions:
     max_updates: int | None = None  # stop after this many updates in total (None: when the input ends)
     idle_timeout_s: float | None = None  # a file input ends after this long without a new line
     poll_s: float = 0.2
+    stale_decay: float = 1.0  # a kept group of staleness a is weighted D**a (`staleness_weight` on its records)
 
 
 @dataclass(slots=True)
@@ -101,13 +105,20 @@ def _kill_with_parent() -> None:
         pass
 
 
-def _write_lines(path: Path, records: list[Located]) -> None:
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(b"".join(json.dumps(r.obj).encode() + b"\n" for r in records))
+    tmp.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
     os.replace(tmp, path)
 
 
-def _run_update(out: Path, st: FollowState, batch: list[Located], cfg_file: Path) -> dict[str, Any]:
+def weighted(batch: list[tuple[list[Located], int]], decay: float) -> list[dict[str, Any]]:
+    """The batch's records; with decay < 1 each carries `staleness_weight` = decay ** (its group's staleness)."""
+    if decay == 1.0:
+        return [m.obj for g, _ in batch for m in g]
+    return [{**m.obj, "staleness_weight": decay**age} for g, age in batch for m in g]
+
+
+def _run_update(out: Path, st: FollowState, batch: list[dict[str, Any]], cfg_file: Path) -> dict[str, Any]:
     """One `swerl dapo` child on the batch: iter-n/ckpt (or the starting model) -> iter-(n+1)/ckpt."""
     n = st.updates
     d, nxt = out / f"iter-{n}", out / f"iter-{n + 1}" / "ckpt"
@@ -194,8 +205,8 @@ def run_follow(src: str, cfg: DapoConfig, opts: FollowOptions, log: Log) -> Iter
         buf.add(loc)
         while not done() and (batch := _take_batch(buf, st, opts)) is not None:
             groups = [g for g, _ in batch]
-            summary = _run_update(out, st, [m for g in groups for m in g], cfg_file)
-            summary["staleness"] = _staleness([a for _, a in batch])
+            summary = _run_update(out, st, weighted(batch, opts.stale_decay), cfg_file)
+            summary["staleness"] = {**_staleness([a for _, a in batch]), "decay": opts.stale_decay}
             summary["follow"] = {"update": st.updates, "dropped_stale_groups": st.dropped_stale}
             (out / f"iter-{st.updates}" / ".dapo.json.tmp").write_text(json.dumps(summary) + "\n")
             if opts.push_url:  # before the commit: a collector that sees the new update count samples the new weights
@@ -211,6 +222,8 @@ def check_run_dir(opts: FollowOptions) -> None:
 
     if opts.max_staleness < 0:
         raise UsageError(f"--max-staleness must be >= 0 (optimizer steps), got {opts.max_staleness}")
+    if not 0.0 < opts.stale_decay <= 1.0:
+        raise UsageError(f"--stale-decay must be in (0, 1] (1: no down-weighting), got {opts.stale_decay}")
     if opts.groups_per_update < 1:
         raise UsageError(f"--groups-per-update must be >= 1, got {opts.groups_per_update}")
     p = Path(opts.output)

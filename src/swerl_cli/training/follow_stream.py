@@ -16,7 +16,9 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
+from swerl_cli.core.errors import InputError
 from swerl_cli.streams.graded import GroupKey, group_key
 from swerl_cli.streams.jsonl import STDIN, parse_line, read_records
 from swerl_cli.streams.records import Located
@@ -29,26 +31,80 @@ def tail_records(
 ) -> Iterator[Located]:
     """Complete JSONL lines of `src` as they are appended; a trailing line without its newline waits for it.
 
-    Ends at stdin's EOF, when `stop()` is true, or after `idle_timeout_s` seconds with no new line (None: never).
+    `src` is a file, a directory (every `*.jsonl` file in it, files that appear later included: one per writer) or
+    "-" (stdin, until EOF). A torn last line (a writer killed mid-line) is never parsed: it waits until a restarted
+    writer cuts it (`--resume`) and appends whole lines in its place. Ends at stdin's EOF, when `stop()` is true, or
+    after `idle_timeout_s` seconds with no new line (None: never).
     """
     if src == STDIN:
         yield from read_records(STDIN)
         return
-    n, last = 0, time.monotonic()
-    with open(src, "rb") as fh:  # closed on return
+    files = _Tails(src)
+    last = time.monotonic()
+    try:
         while stop is None or not stop():
-            pos = fh.tell()
-            line = fh.readline()
-            if line.endswith(b"\n"):
-                n += 1
+            got = False
+            for loc in files.poll():
+                got = True
+                yield loc
+            if got:
                 last = time.monotonic()
-                if line.strip():
-                    yield parse_line(src, n, line)
                 continue
-            fh.seek(pos)  # nothing, or half a line still being written: wait for the rest
             if idle_timeout_s is not None and time.monotonic() - last > idle_timeout_s:
                 return
             time.sleep(poll_s)
+    finally:
+        files.close()
+
+
+class _Tails:
+    """The open files of a followed file or directory, each at the start of its first line not yet read."""
+
+    def __init__(self, src: str):
+        self.src, self.is_dir = src, os.path.isdir(src)
+        self.open: dict[str, tuple[BinaryIO, list[int]]] = {}  # path -> (handle, [lines read])
+
+    def poll(self) -> Iterator[Located]:
+        paths = sorted(str(p) for p in Path(self.src).glob("*.jsonl")) if self.is_dir else [self.src]
+        for path in paths:
+            if path in self.open and _replaced(path, self.open[path][0]):
+                fh, n = self.open.pop(path)
+                was_read = fh.tell() > 0 or n[0] > 0
+                fh.close()
+                if was_read:  # an empty file removed and made again (a writer that failed at once) is fine
+                    raise InputError(path, n[0], None, "replaced by another file after lines were read from it")
+            if path not in self.open:
+                try:
+                    self.open[path] = (open(path, "rb"), [0])
+                except FileNotFoundError:  # listed, then removed: an empty output its writer cleaned up
+                    continue
+            fh, n = self.open[path]
+            yield from _complete_lines(path, fh, n)
+
+    def close(self) -> None:
+        for fh, _ in self.open.values():
+            fh.close()
+
+
+def _replaced(path: str, fh: BinaryIO) -> bool:
+    try:
+        return not os.path.samestat(os.stat(path), os.fstat(fh.fileno()))
+    except FileNotFoundError:
+        return False  # gone for now: keep reading the open file
+
+
+def _complete_lines(path: str, fh: BinaryIO, n: list[int]) -> Iterator[Located]:
+    while True:
+        pos = fh.tell()
+        if os.fstat(fh.fileno()).st_size < pos:
+            raise InputError(path, n[0], None, "shrank below the lines already read (rewritten, not appended to)")
+        line = fh.readline()
+        if not line.endswith(b"\n"):
+            fh.seek(pos)  # nothing, half a line still being written, or a dead writer's torn line: wait
+            return
+        n[0] += 1
+        if line.strip():
+            yield parse_line(path, n[0], line)
 
 
 def record_id(loc: Located) -> str:
@@ -103,3 +159,13 @@ class GroupBuffer:
         members.append(loc)
         if len(members) >= self.group_size:
             self.ready.append(self.open.pop(group_key(loc)))
+
+
+def staleness_weight(loc: Located) -> float:
+    """The record's `staleness_weight` (set by `dapo --follow --stale-decay`; 1 when absent): `swerl dapo` multiplies
+    the sample's advantage by it, so every token term of the sample is scaled by it (the DAPO loss and its
+    corrections are linear in the advantage; clipping acts on the ratio)."""
+    w = loc.obj.get("staleness_weight", 1.0)
+    if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 < w <= 1.0:
+        raise loc.error("staleness_weight", f"must be a number in (0, 1], got {w!r}")
+    return float(w)

@@ -1,0 +1,120 @@
+"""The asynchronous loop's collector side killed with SIGKILL at random moments and restarted: make rl ASYNC's real
+collector (scripts/rl-async.sh: passes of `swerl collect | swerl grade` over the toy task in Docker, against a
+stand-in policy server) runs beside `swerl dapo --follow` on its stream directory. Each kill hits the whole
+collector, its `swerl collect` or its `swerl grade`; a killed grade's pass file also gets a torn last line (half a
+record: what a kill in the middle of a write leaves). After the restarts: every pass's group is complete, no file
+holds a torn or doubled line, and every graded record was trained in exactly one committed update."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT
+
+pytestmark = [pytest.mark.train, pytest.mark.slow, pytest.mark.docker]
+
+PASSES, G = 4, 3
+SWERL = f"{sys.executable} -m swerl_cli"
+
+
+def _group_pids(pgid: int) -> dict[int, str]:
+    """pid -> command line of every process in the collector's process group (ours: it runs under setsid)."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(d.name)) == pgid:
+                found[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ProcessLookupError):
+            continue
+    return found
+
+
+def _collector(env: dict[str, str]) -> subprocess.Popen:
+    cmd = ["bash", str(ROOT / "scripts" / "rl-async.sh"), "collector", "0", str(PASSES - 1)]
+    return subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
+
+
+def _kill(proc: subprocess.Popen, target: str, runs: Path) -> str:
+    """SIGKILL the target ('collector': the whole group; 'collect' / 'grade': that process), then the rest."""
+    pids = _group_pids(proc.pid)
+    hit = [p for p, cmd in pids.items() if f"swerl_cli {target} " in cmd] if target != "collector" else []
+    for p in hit:
+        os.kill(p, signal.SIGKILL)
+    if hit and target == "grade":  # the torn line a kill in the middle of a write leaves, in the unfinished pass
+        for f in (runs / "stream").glob("*.jsonl"):
+            if f.stat().st_size and not (runs / "collected" / f"{f.stem}.done").exists():
+                with f.open("ab") as fh:
+                    fh.write(f.read_bytes().splitlines()[-1][:40])
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)  # the collector script and whatever it still ran
+    proc.wait()
+    return f"{target}{'' if hit or target == 'collector' else ' (not running)'}"
+
+
+def test_kill_9_of_collector_or_grader_loses_no_graded_record_and_trains_none_twice(tiny_model, tmp_path):
+    from tests.agent.standin_server import StandInServer
+
+    runs = tmp_path / "runs"
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text((EXAMPLES / "toy-tasks.jsonl").read_text().splitlines()[0] + "\n")
+    rng = random.Random(int(time.time()))
+    kills: list[str] = []
+    with StandInServer(str(tiny_model), t_max=5, latency_s=0.3) as server:
+        url = server.base_url.removesuffix("/v1")
+        env = os.environ | {
+            "RUNS": str(runs), "URL": url, "POOL": str(pool), "G": str(G), "GROUPS": "1", "SEED": "0",
+            "MAX_TURNS": "5", "CONTEXT": "4096", "MAX_NEW_TOKENS": "48", "CONCURRENCY": str(G), "STALENESS": "100",
+            "SWERL": SWERL,
+        }  # fmt: skip
+        (runs / "stream").mkdir(parents=True)
+        trainer = subprocess.Popen(
+            [*SWERL.split(), "dapo", "--follow", str(runs / "stream"), "--model", str(tiny_model), "--output",
+             str(runs), "--max-staleness", "100", "--groups-per-update", "1", "--max-updates", str(PASSES),
+             "--group-size", str(G), "--batch-size", str(G), "--t-max", "5", "--l-thr", "3", "--lr", "1e-3",
+             "--micro-batch-tokens", "8192", "--rerender", "--idle-timeout", "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=os.environ.copy(),
+        )  # fmt: skip
+        try:
+            for target in rng.sample(["collector", "collect", "grade"], 3) + [rng.choice(["collect", "grade"])]:
+                proc = _collector(env)
+                at = rng.uniform(1.0, 12.0)
+                try:
+                    proc.wait(timeout=at)
+                except subprocess.TimeoutExpired:
+                    kills.append(f"{_kill(proc, target, runs)} at {at:.1f}s")
+            proc = _collector(env)
+            assert proc.wait(timeout=600) == 0, f"collector failed after kills {kills}"
+            out, _ = trainer.communicate(timeout=600)
+        finally:
+            if trainer.poll() is None:
+                trainer.kill()
+                trainer.wait()
+    assert trainer.returncode == 0, kills
+    stream: list[str] = []
+    for r in range(PASSES):
+        raw = (runs / "stream" / f"async-{r}.jsonl").read_bytes()
+        assert raw.endswith(b"\n"), f"pass {r}: torn last line left (kills {kills})"
+        ids = [json.loads(x)["id"] for x in raw.splitlines()]  # every line whole JSON
+        assert sorted(ids) == [f"swerl-examples__greet-1/async-{r}/{s}" for s in range(G)], (r, ids, kills)
+        collected = [json.loads(x)["id"] for x in (runs / "collected" / f"async-{r}.jsonl").read_text().splitlines()]
+        assert sorted(collected) == sorted(ids), (r, kills)
+        stream += ids
+    batches = [(runs / f"iter-{n}" / "graded.jsonl").read_text() for n in range(PASSES)]
+    trained = [json.loads(x)["id"] for b in batches for x in b.splitlines()]
+    assert sorted(trained) == sorted(stream), f"lost or doubled records (kills {kills})"
+    state = json.loads((runs / "follow_state.json").read_text())
+    assert (state["updates"], state["global_step"], state["dropped_stale"]) == (PASSES, PASSES, 0), kills
+    assert sorted(state["consumed"]) == sorted(stream)
+    assert [json.loads(x)["follow"]["update"] for x in out.decode().splitlines()] == list(range(PASSES))
+    print(f"kills: {kills}")
