@@ -9,17 +9,18 @@
 #                                                                  -> RUN/rft/ckpt, RUN/rft/rft.json
 #   3. base-eval   the base model on the held-out split          -> RUN/base/iter-0/{eval-graded.jsonl,eval.json}
 #                  (after rft, so no vLLM server competes with the trainer for the CPU)
-#   4. per DAPO iteration k (make rl-iter with MODEL=RUN/rft/ckpt): eval of checkpoint k (k=0: RFT), rollouts,
-#      the DAPO update (turn penalty, clip-higher, dynamic sampling), eval of checkpoint k+1 -> RUN/iter-k/...
+#   4. eval-0: the RFT checkpoint on the held-out split (make rl-eval-start, MODEL=RUN/rft/ckpt) -> RUN/iter-0/
+#   5. per DAPO iteration k < PM_ITERS (PM_ITERS=0: none): rollouts of checkpoint k, the DAPO update (turn penalty,
+#      clip-higher, dynamic sampling), eval of checkpoint k+1                                      -> RUN/iter-k/...
 #      From iteration PM_STAGE2_FROM on, the stage-2 rule: the pool is the train tasks solved in (0, 2/3) over the
 #      run's history (make rl-stage2-pool), a longer T_max and a lower eps_high.
-#   5. the table   scripts/paper_mini_table.py RUN                 -> RUN/table.md, RUN/table.json
+#   6. the table   scripts/paper_mini_table.py RUN                 -> RUN/table.md, RUN/table.json
 #      and the report (swerl report RUN/base RUN)                   -> RUN/report.html
 #
 # The layout under RUN (iter-k/) is `make rl`'s, so `make rl-status RUNS=RUN` and `swerl report RUN` read it.
 # Resumable: a stage whose output exists is skipped. Wall times land in RUN/times/<stage>.json.
 # Why the bootstrap: the 135M base model resolves ~none of the tasks, so RFT on its own resolved samples (the paper's
-# recipe) has no data. Every output names it (RUN/paper-mini.json, rft.json's "bootstrap", the table's header).
+# recipe) has no data. Every output names it (RUN/paper-mini.json, the demonstrations' run name, the table's header).
 
 PM_RUNS ?= runs/paper-mini
 PM_MODEL ?= .cache/smollm2-135m-instruct
@@ -47,6 +48,8 @@ PM_DAPO_LR ?= 1e-5
 PM_RFT_LR ?= 1e-4
 PM_RFT_EPOCHS ?= 1
 PM_RFT_BATCH ?= 4
+# Cap on RFT's optimizer steps (empty: every epoch in full); on a loaded 2-core machine the trainer sees ~8 tokens/s.
+PM_RFT_MAX_STEPS ?=
 PM_STAGE2_FROM ?= 2
 PM_SEED ?= 0
 PM_PORT ?= 8012
@@ -76,16 +79,16 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	  && mv $(PM_RUNS)/.h.tmp $(PM_RUNS)/heldout.jsonl; }
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_TRAIN_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED)}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED)}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) base-eval $(PM_RUNS)/base/iter-0/eval.json -- \
 	  $(PM_RL) $(PM_STAGE1) RUNS=$(PM_RUNS)/base MODEL=$(PM_MODEL) K=0 rl-eval-start; \
+	$(PM_STAGE) eval-0 $(PM_RUNS)/iter-0/eval.json -- $(PM_RL) $(PM_STAGE1) K=0 rl-eval-start; \
 	for k in $$(seq 0 $$(( $(PM_ITERS) - 1 ))); do \
 	  if [ $$k -ge $(PM_STAGE2_FROM) ]; then s='$(PM_STAGE2)'; \
 	    test -s $(PM_RUNS)/stage2-pool.jsonl || $(PM_RL) rl-stage2-pool; else s='$(PM_STAGE1)'; fi; \
-	  $(PM_STAGE) eval-$$k $(PM_RUNS)/iter-$$k/eval.json -- $(PM_RL) $$s K=$$k rl-eval-start; \
 	  $(PM_STAGE) rollouts-$$k $(PM_RUNS)/iter-$$k/graded.jsonl -- $(PM_RL) $$s K=$$k rl-collect; \
 	  $(PM_STAGE) dapo-$$k $(PM_RUNS)/iter-$$k/dapo.json -- $(PM_RL) $$s K=$$k rl-update; \
 	  $(PM_STAGE) eval-$$(( k + 1 )) $(PM_RUNS)/iter-$$(( k + 1 ))/eval.json -- $(PM_RL) $$s K=$$k rl-eval; \
@@ -108,6 +111,7 @@ paper-mini-rft:
 	@set -eo pipefail; $(SWERL) rft $(PM_RUNS)/rft/demos.jsonl --model $(PM_RUNS)/rft/base-marked \
 	  --output $(PM_RUNS)/rft/ckpt \
 	  --rerender --lr $(PM_RFT_LR) --epochs $(PM_RFT_EPOCHS) --batch-size $(PM_RFT_BATCH) --warmup-steps 0 \
+	  $(if $(PM_RFT_MAX_STEPS),--max-steps $(PM_RFT_MAX_STEPS)) \
 	  --max-seq-len $(PM_CONTEXT) --too-long truncate --seed $(PM_SEED) > $(PM_RUNS)/rft/.rft.json.tmp
 	@cp $(PM_MODEL)/chat_template.jinja $(PM_RUNS)/rft/ckpt/chat_template.jinja
 	@mv $(PM_RUNS)/rft/.rft.json.tmp $(PM_RUNS)/rft/rft.json

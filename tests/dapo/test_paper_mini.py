@@ -27,8 +27,11 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for stage in ("base-eval", "rft-demos", "rft", "eval-$k", "rollouts-$k", "dapo-$k"):
+    for stage in ("rft-demos", "rft", "base-eval", "eval-0", "rollouts-$k", "dapo-$k"):
         assert f"paper-mini-stage.sh {run} {stage} " in out
+    # the trainer runs before any vLLM server is up; the RFT checkpoint is evaluated even with PM_ITERS=0
+    assert out.index(f"{run} rft ") < out.index(f"{run} base-eval ") < out.index(f"{run} eval-0 ")
+    assert out.index(f"{run} eval-0 ") < out.index("for k in")
     # base eval of the base model, the RL loop from the RFT checkpoint on one vLLM server, the stage-2 pool rule
     assert f"RUNS={run}/base MODEL=.cache/smollm2-135m-instruct K=0 rl-eval-start" in out
     assert f"POLICY=vllm-server MODEL={run}/rft/ckpt" in out
