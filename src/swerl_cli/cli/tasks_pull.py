@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -42,44 +41,27 @@ def _pull(
     from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import RowsFailedError
     from swerl_cli.executor import open_executor, ray_address
-    from swerl_cli.sandbox import engine_client, images
+    from swerl_cli.sandbox import images
     from swerl_cli.streams.jsonl import read_many
     from swerl_cli.streams.outputs import open_output
-    from swerl_cli.streams.records import Task, check_schema
-    from swerl_cli.tasks.fields import task_row_error
+    from swerl_cli.tasks.pull import PullTally, images_of, pull_images
 
     cfg = resolve_config(images.PullConfig, config, workers=workers, registry=registry, image_budget_gb=image_budget_gb)
-    refs: list[str] = []
-    refused: list[dict[str, Any]] = []
-    for loc in read_many(inputs or []):
-        check_schema(loc, "swerl.task")
-        task = Task.from_json(loc)
-        bad = task_row_error(loc, task)
-        if bad is not None and bad.field == "image":  # never sent to the engine: its own error record, exit 4
-            refused.append({"image": task.image, "registry": None, "status": "error", "bytes": None, "seconds": 0.0,
-                            "error": str(bad), "invalid_field": "image"})  # fmt: skip
-        else:
-            refs.append(task.image)
+    refs, refused = images_of(read_many(inputs or []))
     todo = images.task_images(refs, cfg.registry)
     address = ray_address(ray)
     executor = open_executor(address, cfg.workers) if address else None  # joined before any output
     bar = Progress(
-        TextColumn("tasks pull"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-    )
+        TextColumn("tasks pull"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), console=err_console, transient=True,
+    )  # fmt: skip
 
     def log(msg: str) -> None:  # the bar shows pull progress; evictions and failures get a line
         if not msg.startswith(("pulling ", "pulled ")):
             bar.console.print(f"swerl tasks pull: {msg}")
 
     settings = images.configure(registry=cfg.registry, budget_gb=cfg.image_budget_gb, pull=True, log=log)
-    counts = {"present": 0, "pulled": 0, "error": 0}
-    total_bytes = 0
+    tally = PullTally()
     t0 = time.monotonic()
     with open_output(output, "replace", inputs=inputs or []) as out, bar:
         job = bar.add_task("", total=len(todo))
@@ -88,34 +70,17 @@ def _pull(
             log(str(rec["error"]))
 
         def done(rec: dict) -> None:
-            nonlocal total_bytes
             out.write(rec)
-            counts[rec["status"]] += 1
-            if rec["status"] == "pulled":
-                total_bytes += rec["bytes"] or 0
-            elif rec["status"] == "error":
+            tally.add(rec)
+            if rec["status"] == "error":
                 log(rec["error"])
-            mb = total_bytes / 1e6
-            desc = f"pulled {counts['pulled']} ({mb:.0f} MB of images), errors {counts['error']}"
-            bar.update(job, advance=1, description=desc)
+            bar.update(job, advance=1, description=tally.progress())
 
-        if executor is None:
-            images.pull_many(todo, cfg.workers, done, settings, engine_client(sandbox) if todo else None)
-        else:  # every node pulls into its own engine; its records come back when it is done
+        if executor is not None:  # every node pulls into its own engine; its records come back when it is done
             bar.update(job, total=None, description=f"pulling {len(todo)} images on every node of the cluster")
-            here = dataclasses.replace(settings, log=None)
-            for node in executor.on_every_node(images.pull_here, todo, cfg.workers, here, sandbox, timeout_s=None):
-                for rec in node.value:
-                    done({**rec, "node": node.node})
-            executor.close()
-    secs = time.monotonic() - t0
-    where = "" if executor is None else " (summed over the nodes)"
-    err_console.print(
-        f"swerl tasks pull: {len(todo)} images{where}: {counts['pulled']} pulled "
-        f"({total_bytes / 1e6:.0f} MB of images, shared layers counted per image), "
-        f"{counts['present']} present, {counts['error']} failed in {secs:.1f}s"
-    )
-    if counts["error"]:
+        pull_images(todo, cfg.workers, settings, sandbox, executor, done)
+    err_console.print(f"swerl tasks pull: {tally.summary(len(todo), time.monotonic() - t0, executor is not None)}")
+    if tally.counts["error"]:
         raise typer.Exit(1)
     if refused:
         raise RowsFailedError(

@@ -31,10 +31,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
-import orjson
-
 from swerl_cli.core.errors import OutputError, UsageError
+from swerl_cli.streams.guards import refuse_own_input as refuse_own_input  # re-exported: commands' other outputs
+from swerl_cli.streams.guards import refuse_stdout_input
+from swerl_cli.streams.guards import same_file as same_file
 from swerl_cli.streams.jsonl import STDIN, dumps, read_records
+from swerl_cli.streams.outfile import existing_ids, trim_torn_line, unlink_if_empty, unlink_quietly
 from swerl_cli.streams.records import Located
 from swerl_cli.streams.stdio import records_fd, records_stream
 
@@ -53,60 +55,6 @@ def _fd_alias(path: str) -> int | None:
 
 def _why(e: OSError) -> str:
     return e.strerror or type(e).__name__
-
-
-def same_file(a: str, b: str) -> bool:
-    """True when two paths name the same existing file (hard links and symlinks included)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def refuse_own_input(flag: str, path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]) -> None:
-    """A UsageError (exit 2) when the output `path` is one of the `inputs` (same inode: hard links and symlinks
-    included), before anything is touched. A device (`/dev/null` read and written) is not a file to lose."""
-    try:
-        st: os.stat_result | None = os.stat(path)
-    except OSError:
-        st = None  # not there yet: the same path (after symlinks) is still the same file
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        return
-    for src in inputs:
-        if src in (None, STDIN):
-            continue
-        try:
-            same = os.path.samestat(st, os.stat(src)) if st is not None else _same_path(path, src)
-        except OSError:
-            same = _same_path(path, src)
-        if same:
-            raise UsageError(f"{flag} {path} is also an input ({src}): it would be overwritten; write to another file")
-
-
-def _refuse_stdout_input(inputs: Iterable[str | os.PathLike[str]]) -> None:
-    """`swerl filter x >> x` (or `< x >> x`) would read the records it appends, without end: refused, exit 2."""
-    try:
-        # where records go: fd 1, or the real stdout kept aside while fd 1 points at stderr (stdio.py); a closed
-        # stdout is held by /dev/null (cli._common.guard_std_streams)
-        out = os.fstat(records_fd(1))
-    except OSError:
-        return
-    if not stat.S_ISREG(out.st_mode):
-        return
-    for src in inputs:
-        try:
-            st = os.fstat(0) if src in (None, STDIN) else os.stat(src)
-        except OSError:
-            continue
-        if os.path.samestat(out, st):
-            name = "stdin" if src in (None, STDIN) else src
-            raise UsageError(
-                f"stdout is also an input ({name}): it would read what it writes; redirect to another file"
-            )
-
-
-def _same_path(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 class Output:
@@ -131,7 +79,7 @@ class Output:
         if self.path is not None:
             refuse_own_input("-o", self.path, inputs)
         else:
-            _refuse_stdout_input(inputs)
+            refuse_stdout_input(inputs)
 
     # -- opening ------------------------------------------------------------------------------------------------
     def __enter__(self) -> Output:
@@ -172,7 +120,7 @@ class Output:
             assert self._lock_fd is not None
             if self.resume:
                 trim_torn_line(self._lock_fd)
-                self.done_ids = _ids(self._lock_fd, self.id_key)
+                self.done_ids = existing_ids(self._lock_fd, self.id_key)
                 self._fh = os.fdopen(os.dup(self._lock_fd), "ab")
             # A fresh run empties the file at its first record (or clean end), so a bad input loses nothing.
         else:
@@ -284,10 +232,10 @@ class Output:
             error, ok = e, False
         finally:
             if self._tmp is not None:
-                _unlink(self._tmp)
+                unlink_quietly(self._tmp)
                 self._tmp = None
             if not ok and self._created and self.path is not None and (self.mode == "replace" or self.count == 0):
-                _unlink_if_empty(self.path)
+                unlink_if_empty(self.path)
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None
@@ -299,51 +247,3 @@ def open_output(path: str | None, mode: Mode = "replace", *, resume: bool = Fals
                 flush_each: bool = False, id_key: str = "id") -> Output:  # fmt: skip
     """An Output for `-o PATH` (None or '-' = stdout); use it as a context manager."""
     return Output(path, mode, resume=resume, inputs=inputs, flush_each=flush_each, id_key=id_key)
-
-
-def trim_torn_line(fd: int) -> int:
-    """Cut a trailing line that lacks its newline (a record torn by a kill or a full disk); returns bytes cut."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return 0
-    pos, chunk = size, 1 << 16
-    while pos > 0:
-        start = max(0, pos - chunk)
-        idx = os.pread(fd, pos - start, start).rfind(b"\n")
-        if idx >= 0:
-            os.ftruncate(fd, start + idx + 1)
-            return size - (start + idx + 1)
-        pos = start
-    os.ftruncate(fd, 0)
-    return size
-
-
-def _ids(fd: int, key: str) -> set[str]:
-    """Ids of the whole lines of an open output (a line that is not a JSON object is skipped here; readers of
-    the records themselves report it)."""
-    ids: set[str] = set()
-    with os.fdopen(os.dup(fd), "rb") as fh:
-        fh.seek(0)
-        for raw in fh:
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict) and isinstance(obj.get(key), str):
-                ids.add(obj[key])
-    return ids
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def _unlink_if_empty(path: str) -> None:
-    try:
-        if os.path.isfile(path) and os.path.getsize(path) == 0:
-            os.unlink(path)
-    except OSError:
-        pass
