@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import pytest
 import typer
@@ -129,3 +131,15 @@ def test_generated_options_keep_the_yaml_unless_given(tmp_path):
     assert (params["depth"].help, params["depth"].metavar) == ("How deep (redeclared).", "N")
     # in --help: the command's own options, then the subclass's fields (a redeclared one among them), then the base's
     assert list(params) == ["config", "name", "urls", "fast", "depth", "level"]
+
+
+def test_no_command_gathers_its_flags_with_locals():
+    """Flags reach a config through `config_options`, never by filtering a command's `locals()`."""
+    cli = Path(__file__).resolve().parents[2] / "src" / "swerl_cli" / "cli"
+    calls = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted(cli.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "locals"
+    ]
+    assert calls == []
