@@ -18,11 +18,12 @@ from swerl_cli.core.config import flag, flag_fields, resolve_config
 from swerl_cli.executor import JobSettings
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.training.dapo_config import DapoConfig
+from swerl_cli.training.follow import FollowOptions
 from swerl_cli.training.rft_config import RftConfig
 
 # Options of a command that are not config fields: where records go, and what to do with the output.
 NOT_CONFIG = {"output", "config", "resume", "tasks", "report", "quiet", "progress", "tensorboard", "wandb", "overwrite"}
-NOT_CONFIG |= {"follow", "max_staleness", "groups_per_update", "push", "max_updates", "idle_timeout"}  # dapo --follow
+NOT_CONFIG |= {"follow"} | {f.name for f in dataclasses.fields(FollowOptions)}  # dapo --follow
 
 
 def _options(path: list[str]) -> dict[str, list[str]]:
@@ -143,3 +144,12 @@ def test_no_command_gathers_its_flags_with_locals():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "locals"
     ]
     assert calls == []
+
+
+def test_dapo_follow_options_come_from_follow_options_fields_with_their_defaults():
+    params = {p.name: p for p in _command(["dapo"]).params}
+    for field, spec in flag_fields(FollowOptions):
+        assert params[field.name].help == spec.help
+        assert params[field.name].default == field.default  # shown in --help: no YAML layer under these
+    assert params["push_url"].opts == ["--push"]
+    assert params["idle_timeout_s"].opts == ["--idle-timeout"]

@@ -126,6 +126,8 @@ FLOAT_FLAGS = [
     ["dapo", "-", "--adv-delta", "nan"],
     ["dapo", "-", "--weight-decay", "nan"],
     ["dapo", "-", "--grad-clip", "inf"],
+    ["dapo", "-", "--stale-decay", "nan"],
+    ["dapo", "-", "--idle-timeout", "inf"],  # field idle_timeout_s: the message names the flag
     ["filter", "--min-reward", "nan"],
 ]
 

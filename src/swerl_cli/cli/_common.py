@@ -87,7 +87,7 @@ def boundary(name: str) -> Callable[[F], F]:
             install_signal_handlers()
             try:
                 guard_std_streams()
-                check_finite_flags(kwargs)
+                check_finite_flags(kwargs, fn)
                 return fn(*args, **kwargs)
             except SwerlError as err:
                 if debug_enabled():
@@ -117,14 +117,29 @@ def boundary(name: str) -> Callable[[F], F]:
     return deco
 
 
-def check_finite_flags(params: dict[str, Any]) -> None:
+def check_finite_flags(params: dict[str, Any], fn: Callable[..., Any] | None = None) -> None:
     """Every float flag is a finite number: `--temperature nan` or `--lr inf` is a usage error (exit 2) before any
     work, not a traceback mid-episode or from torch. No float flag of swerl gives nan or inf a meaning."""
     for name, value in params.items():
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, float) and not math.isfinite(v):
-                raise UsageError(f"--{name.replace('_', '-')}: must be a finite number; got {v}")
+                flag = _flag(fn, name) if fn is not None else f"--{name.replace('_', '-')}"
+                raise UsageError(f"{flag}: must be a finite number; got {v}")
+
+
+def _flag(fn: Callable[..., Any], param: str) -> str:
+    """The long flag of `fn`'s parameter `param` as its option declares it (`idle_timeout_s` is `--idle-timeout`)."""
+    import inspect
+
+    annotation = inspect.signature(fn, eval_str=True).parameters[param].annotation
+    for info in getattr(annotation, "__metadata__", ()):
+        # an Option in Annotated keeps its first name in `default` (typer moves it to the names when it builds)
+        names = [info.default, *(getattr(info, "param_decls", None) or ())]
+        for name in names:
+            if isinstance(name, str) and name.startswith("--"):
+                return name.split("/")[0]
+    return f"--{param.replace('_', '-')}"
 
 
 class _ClosedStream:

@@ -61,22 +61,37 @@ def _option(spec: Flag) -> Any:
     return typer.Option(*spec.names, help=spec.help, metavar=spec.metavar)
 
 
-def _annotated(spec: Flag, annotation: Any) -> Any:
-    return Annotated[_option_type(annotation), _option(spec)]
+def _annotated(spec: Flag, annotation: Any, optional: bool) -> Any:
+    base = _option_type(annotation) if optional else annotation
+    if not optional and _is_tuple(annotation):
+        base = list[typing.get_args(_required(annotation))[0]]  # type: ignore[misc]
+    return Annotated[base, _option(spec)]
 
 
 def config_options(
-    cls: type, *, include: Collection[str] | None = None, exclude: Collection[str] = ()
+    cls: type,
+    *,
+    include: Collection[str] | None = None,
+    exclude: Collection[str] = (),
+    marker: str = MARKER,
+    defaults: bool = False,
 ) -> Callable[[F], F]:
     """Put the flag fields of `cls` (those in `include` when given, less `exclude`) into the decorated command's
-    options, at its `flags` parameter, which then receives them as a dict."""
+    options, at its `marker` parameter (`flags`), which then receives them as a dict. Their defaults are None (not
+    given: the YAML file's value or the field's default stands, `resolve_config`), or with `defaults` the field's
+    own, shown in --help (an options object built from flags alone, no YAML)."""
     hints = typing.get_type_hints(cls)
     chosen = [
         (f, spec) for f, spec in flag_fields(cls) if (include is None or f.name in include) and f.name not in exclude
     ]
     tuples = {f.name for f, _ in chosen if _is_tuple(hints[f.name])}
     generated = [
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=_annotated(s, hints[f.name]))
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=f.default if defaults else None,
+            annotation=_annotated(s, hints[f.name], optional=not defaults),
+        )
         for f, s in chosen
     ]
 
@@ -85,14 +100,14 @@ def config_options(
         params: list[inspect.Parameter] = []
         for p in own.values():
             p = p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-            params.extend(generated if p.name == MARKER else [p])
+            params.extend(generated if p.name == marker else [p])
 
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
             flags = {f.name: kwargs.pop(f.name) for f, _ in chosen}
             for name in tuples:  # a repeatable option comes as a list; the field is a tuple
-                flags[name] = tuple(flags[name]) if flags[name] else None
-            return fn(**kwargs, **{MARKER: flags})
+                flags[name] = tuple(flags[name]) if flags[name] else (None if not defaults else ())
+            return fn(**kwargs, **{marker: flags})
 
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in params}

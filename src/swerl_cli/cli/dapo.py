@@ -19,6 +19,7 @@ from swerl_cli.cli._common import (
 )
 from swerl_cli.cli._flags import Flags, config_options
 from swerl_cli.training.dapo_config import DapoConfig
+from swerl_cli.training.follow import FollowOptions
 
 HELP = (
     "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
@@ -38,6 +39,7 @@ def register(app: typer.Typer) -> None:
 
 @boundary("dapo")
 @config_options(DapoConfig)
+@config_options(FollowOptions, marker="follow_options", defaults=True)
 def _dapo(
     inputs: INPUTS = None,
     config: CONFIG = None,
@@ -54,20 +56,7 @@ def _dapo(
             "--follow",
         ),
     ] = False,
-    max_staleness: Annotated[
-        int, _opt("--follow: drop groups sampled more than K optimizer steps before the update (0: on-policy).")
-    ] = 1,
-    stale_decay: Annotated[
-        float, _opt("--follow: weight each kept group of staleness a by D**a (advantages scaled; 1: none).")
-    ] = 1.0,
-    groups_per_update: Annotated[int, _opt("--follow: complete fresh groups per update.")] = 1,
-    push: Annotated[
-        str | None, _opt("--follow: vLLM server URL to reload each new checkpoint into (drained, probe-checked).")
-    ] = None,
-    max_updates: Annotated[int | None, _opt("--follow: stop after this many updates in the run.")] = None,
-    idle_timeout: Annotated[
-        float | None, _opt("--follow: a file input ends after this many seconds without a new line.")
-    ] = None,
+    follow_options: Flags | None = None,
 ) -> None:
     from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import ConfigError
@@ -83,12 +72,7 @@ def _dapo(
     if Path(cfg.output).resolve() != Path(cfg.model).resolve() and not follow:  # output == model: run_dapo says so
         check_training_paths(cfg.model, cfg.output, cfg.metrics, inputs, overwrite=overwrite)
     if follow:
-        from swerl_cli.training.follow import FollowOptions
-
-        opts = FollowOptions(
-            cfg.model, cfg.output, max_staleness, groups_per_update, push, max_updates, idle_timeout,
-            stale_decay=stale_decay,
-        )  # fmt: skip
+        opts = FollowOptions(cfg.model, cfg.output, **(follow_options or {}))
         _follow(inputs or ["-"], cfg, opts)
         return
     if dist.world_size() > 1 and (not inputs or "-" in inputs):
@@ -99,7 +83,7 @@ def _dapo(
             out.write(summary)
 
 
-def _follow(inputs: list[str], cfg: object, opts: object) -> None:
+def _follow(inputs: list[str], cfg: DapoConfig, opts: FollowOptions) -> None:
     """`--follow`: one input stream; each committed update's summary record on stdout as it lands."""
     from swerl_cli.core.errors import UsageError
     from swerl_cli.streams.outputs import open_output
@@ -110,7 +94,7 @@ def _follow(inputs: list[str], cfg: object, opts: object) -> None:
             f"--follow reads one stream (a file the grader appends to, a directory of such files, or -), got "
             f"{len(inputs)} inputs"
         )
-    check_run_dir(opts)  # type: ignore[arg-type]
+    check_run_dir(opts)
     with open_output(None) as out:
-        for summary in run_follow(inputs[0], cfg, opts, err_console.print):  # type: ignore[arg-type]
+        for summary in run_follow(inputs[0], cfg, opts, err_console.print):
             out.write(summary)

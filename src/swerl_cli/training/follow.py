@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.core.config import config_to_dict
+from swerl_cli.core.config import config_to_dict, flag
 from swerl_cli.core.errors import SwerlError
 from swerl_cli.streams.records import Located
 from swerl_cli.training.dapo_config import DapoConfig
@@ -46,13 +46,26 @@ Log = Callable[[str], None]
 class FollowOptions:
     model: str  # the starting checkpoint (global step 0)
     output: str  # the run directory
-    max_staleness: int = 1  # K: groups sampled more than K optimizer steps ago are dropped
-    groups_per_update: int = 1  # complete, fresh groups that make one update's batch
-    push_url: str | None = None  # a vLLM server to reload in place after each update (drained, probe-checked)
-    max_updates: int | None = None  # stop after this many updates in total (None: when the input ends)
-    idle_timeout_s: float | None = None  # a file input ends after this long without a new line
+    # Fields with `flag(...)` are options of `swerl dapo --follow` (cli/dapo.py), in this order in its --help.
+    max_staleness: int = flag(  # K
+        1, "--follow: drop groups sampled more than K optimizer steps before the update (0: on-policy)."
+    )
+    # a kept group of staleness a is weighted D**a (`staleness_weight` on its records)
+    stale_decay: float = flag(
+        1.0, "--follow: weight each kept group of staleness a by D**a (advantages scaled; 1: none)."
+    )
+    groups_per_update: int = flag(1, "--follow: complete fresh groups per update.")  # complete, fresh groups
+    push_url: str | None = flag(  # reloaded in place after each update
+        None,
+        "--follow: vLLM server URL to reload each new checkpoint into (drained, probe-checked).",
+        names=("--push",),
+    )
+    # None: until the input ends
+    max_updates: int | None = flag(None, "--follow: stop after this many updates in the run.")
+    idle_timeout_s: float | None = flag(
+        None, "--follow: a file input ends after this many seconds without a new line.", names=("--idle-timeout",)
+    )
     poll_s: float = 0.2
-    stale_decay: float = 1.0  # a kept group of staleness a is weighted D**a (`staleness_weight` on its records)
 
 
 @dataclass(slots=True)
