@@ -148,25 +148,15 @@ def _validate(
 ) -> None:
     from swerl_cli.core.errors import ConfigError
     from swerl_cli.executor import open_executor
-    from swerl_cli.grading.validate import summarize, validate_tasks
+    from swerl_cli.grading.validate import split_tasks, validate_tasks
     from swerl_cli.sandbox import uses_images
-    from swerl_cli.streams.records import Task, check_schema
-    from swerl_cli.tasks.fields import RowFailures, task_row_error
+    from swerl_cli.tasks.fields import RowFailures
 
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1; got {repeats}")
     cfg = resolve_job_config(GradeConfig, config, flags)
     apply_images(cfg, "tasks validate")
-    tasks, refused = [], []
-    for loc in read_many(inputs or []):
-        check_schema(loc, "swerl.task")
-        task = Task.from_json(loc)
-        row_error = task_row_error(loc, task, images=uses_images(cfg.sandbox))
-        if row_error is None:
-            tasks.append(task)
-        else:  # no sandbox starts for it: its record says why, and the run ends with exit 4
-            summary = {**summarize(task, [], []), "valid": False, "errors": [str(row_error)]}
-            refused.append({**task.to_json(), "validation": {**summary, "invalid_field": row_error.field}})
+    tasks, refused = split_tasks(read_many(inputs or []), uses_images(cfg.sandbox))  # refused rows: exit 4 at the end
     executor = open_executor(
         cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate", setup=worker_images(cfg)
     )  # before any output

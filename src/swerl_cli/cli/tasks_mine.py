@@ -92,9 +92,4 @@ def _mine(
             out.write(rec)
             err_console.print(f"mined {rec['instance_id']}: {len(rec['FAIL_TO_PASS'])} FAIL_TO_PASS, "
                               f"{len(rec['PASS_TO_PASS'])} PASS_TO_PASS")  # fmt: skip
-    skipped = ", ".join(f"{k}: {v}" for k, v in sorted(stats.skipped.items())) or "none"
-    dropped = ", ".join(f"{k}: {v}" for k, v in sorted(stats.dropped.items())) or "none"
-    err_console.print(
-        f"swerl tasks mine: {stats.commits} commits, {stats.candidates} candidates ({stats.resumed} already in the "
-        f"output), {stats.tasks} tasks; not candidates: {skipped}; dropped: {dropped}"
-    )
+    err_console.print(f"swerl tasks mine: {stats.summary()}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.convert.base import Converter
+from swerl_cli.core import plugins
 from swerl_cli.core.plugins import Registry
 
 FORMATS = Registry(
@@ -39,5 +40,5 @@ def converters(fmt: str, **options: Any) -> list[Converter]:
 
 
 def detect(obj: Any, candidates: list[Converter]) -> Converter | None:
-    """The first of `candidates` (in detection order) whose shape `obj` has, or None."""
-    return next((c for c in candidates if c.detect_rank is not None and c.matches(obj)), None)
+    """The first of `candidates` whose shape `obj` has (the one detection rule, core.plugins.detect), or None."""
+    return plugins.detect(candidates, obj)

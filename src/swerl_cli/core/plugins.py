@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from swerl_cli.core.errors import ConfigError
+
+T = TypeVar("T")
 
 
 class Registry(dict[str, str]):
@@ -26,3 +29,16 @@ def load_registered(registry: dict[str, str], name: str, unknown: str) -> Any:
         raise ConfigError(unknown)
     module, _, attr = registry[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def detect(candidates: Iterable[T], obj: Any) -> T | None:
+    """The one detection rule of `auto` formats (importers, converters): the candidates (classes or instances with
+    `detect_rank` and `matches(obj)`) are asked lowest `detect_rank` first, a rank of None never; the first that
+    matches, or None."""
+    ranked = sorted((c for c in candidates if getattr(c, "detect_rank", None) is not None), key=_rank)
+    return next((c for c in ranked if c.matches(obj)), None)  # type: ignore[attr-defined]
+
+
+def _rank(c: Any) -> int:
+    rank: int = c.detect_rank
+    return rank

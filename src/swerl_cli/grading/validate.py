@@ -13,7 +13,8 @@ from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
 from swerl_cli.grading.jobs import new_run_id, run_cleanup
-from swerl_cli.streams.records import Task
+from swerl_cli.streams.records import Located, Task, check_schema
+from swerl_cli.tasks.fields import task_row_error
 
 
 def summarize(task: Task, gold: list[dict[str, Any]], empty: list[dict[str, Any]]) -> dict[str, Any]:
@@ -72,3 +73,20 @@ def validate_tasks(
             out["validation"] = {**summarize(task, done["gold"], done["empty"]), "nodes": sorted(nodes.pop(ready, ()))}
             yield out
             ready += 1
+
+
+def split_tasks(rows: Iterable[Located], images: bool) -> tuple[list[Task], list[dict[str, Any]]]:
+    """(the tasks a sandbox can run, a record per refused row: no sandbox starts for it, its `validation` says why
+    and names the field). `images`: whether the sandbox backend starts from the tasks' images (checked per row)."""
+    tasks: list[Task] = []
+    refused: list[dict[str, Any]] = []
+    for loc in rows:
+        check_schema(loc, "swerl.task")
+        task = Task.from_json(loc)
+        row_error = task_row_error(loc, task, images=images)
+        if row_error is None:
+            tasks.append(task)
+        else:
+            summary = {**summarize(task, [], []), "valid": False, "errors": [str(row_error)]}
+            refused.append({**task.to_json(), "validation": {**summary, "invalid_field": row_error.field}})
+    return tasks, refused

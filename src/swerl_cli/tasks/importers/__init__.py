@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from swerl_cli.core import plugins
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.core.plugins import Registry
 from swerl_cli.streams.records import TASK, Located, Task, check_schema
@@ -53,10 +54,10 @@ def get_importer(name: str, **options: Any) -> Importer:
 
 def detect(row: dict[str, Any]) -> str:
     """The registered dataset format a row looks like (see the module doc)."""
-    for cls in sorted((importer_class(n) for n in IMPORTERS), key=lambda c: c.detect_rank):
-        if cls.matches(row):
-            return cls.name
-    raise ConfigError(f"no importer of {', '.join(IMPORTERS)} takes this row; pass --dataset")
+    cls = plugins.detect((importer_class(n) for n in IMPORTERS), row)
+    if cls is None:
+        raise ConfigError(f"no importer of {', '.join(IMPORTERS)} takes this row; pass --dataset")
+    return cls.name
 
 
 def import_row(

@@ -31,6 +31,15 @@ class MineStats:
     skipped: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        """The closing line (after `swerl tasks mine: `)."""
+        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(self.skipped.items())) or "none"
+        dropped = ", ".join(f"{k}: {v}" for k, v in sorted(self.dropped.items())) or "none"
+        return (
+            f"{self.commits} commits, {self.candidates} candidates ({self.resumed} already in the output), "
+            f"{self.tasks} tasks; not candidates: {skipped}; dropped: {dropped}"
+        )
+
 
 def load_issues(path: str | None) -> dict[str, str]:
     """Problem statements by commit (full or abbreviated sha): JSONL rows {commit, problem_statement}."""
