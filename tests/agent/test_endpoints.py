@@ -91,8 +91,8 @@ def test_a_dead_url_costs_one_attempt_and_the_other_serves(pair):
     comps = complete_all(policy, 4, parallel=False)
     assert [c.text for c in comps] == [REPLY] * 4
     assert len(a.requests) == 4
-    assert policy._down_until[0] > time.monotonic()  # still cooling down
-    assert policy._down_until[1] == 0.0
+    assert policy.endpoints._down_until[0] > time.monotonic()  # still cooling down
+    assert policy.endpoints._down_until[1] == 0.0
 
 
 def test_all_urls_failing_gives_up_with_the_last_error(pair):

@@ -34,7 +34,7 @@ def test_collect_builds_each_backend_from_its_own_options():
     )
     policy = build_policy(cfg)
     assert isinstance(policy, OpenAIPolicy)
-    assert (policy.model, policy.base_urls, policy.max_retries, policy.version) == (
+    assert (policy.model, policy.base_urls, policy.endpoints.max_retries, policy.version) == (
         "served",
         ["http://a/v1", "http://b/v1"],
         2,
@@ -63,7 +63,7 @@ def test_cluster_mode_is_the_backends_own():
             check_distributable(CollectConfig(policy=name))
     # A worker's own openai policy starts its round robin at an endpoint chosen by the episode.
     urls = tuple(f"http://h{i}/v1" for i in range(4))
-    starts = {episode_policy(CollectConfig(base_url=urls), "t", s)._next for s in range(16)}  # type: ignore[attr-defined]
+    starts = {episode_policy(CollectConfig(base_url=urls), "t", s).endpoints._next for s in range(16)}  # type: ignore[attr-defined]
     assert len(starts) > 1
 
 

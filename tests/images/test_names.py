@@ -7,7 +7,8 @@ import pytest
 from swerl_cli.collect import CollectConfig
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.grading.grade import GradeConfig
-from swerl_cli.sandbox.images import PullConfig, mirror, normalize, registry_of
+from swerl_cli.sandbox.image_names import mirror, normalize, registry_of
+from swerl_cli.sandbox.images import PullConfig
 
 
 @pytest.mark.parametrize(

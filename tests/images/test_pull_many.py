@@ -56,8 +56,8 @@ def engine(monkeypatch, tmp_path):
 
     monkeypatch.setattr(images, "pull", fake_pull)
     writes: list[dict] = []
-    real_touch = images._touch_many
-    monkeypatch.setattr(images, "_touch_many", lambda batch: (writes.append(dict(batch)), real_touch(batch)))
+    real_touch = images.touch_many
+    monkeypatch.setattr(images, "touch_many", lambda batch: (writes.append(dict(batch)), real_touch(batch)))
     return client, seen, writes
 
 

@@ -42,13 +42,14 @@ def _pull(
     from swerl_cli.core.errors import RowsFailedError
     from swerl_cli.executor import open_executor, ray_address
     from swerl_cli.sandbox import images
+    from swerl_cli.sandbox.image_names import task_images
     from swerl_cli.streams.jsonl import read_many
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.tasks.pull import PullTally, images_of, pull_images
 
     cfg = resolve_config(images.PullConfig, config, workers=workers, registry=registry, image_budget_gb=image_budget_gb)
     refs, refused = images_of(read_many(inputs or []))
-    todo = images.task_images(refs, cfg.registry)
+    todo = task_images(refs, cfg.registry)
     address = ray_address(ray)
     executor = open_executor(address, cfg.workers) if address else None  # joined before any output
     bar = Progress(

@@ -112,7 +112,7 @@ class Collector:
         while self._next < len(jobs):
             window = jobs[self._next : self._next + 4 * self.cfg.concurrency + self.cfg.lookahead()]
             refs = [
-                images.normalize(images.mirror(j.task.image, images.SETTINGS.registry))
+                images.resolve(j.task.image)
                 for j in window
                 if image_problem(j.task.image) is None  # a bad reference is its episode's error record
             ]

@@ -23,6 +23,7 @@ from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
 from swerl_cli.policy.engine_size import sampler_dtype
+from swerl_cli.policy.openai_wire import wire_message
 from swerl_cli.policy.tokens import TurnPrompt, TurnPrompter
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
@@ -45,10 +46,7 @@ def render_ids(
     kwargs: dict[str, Any] = {"tokenize": True, "add_generation_prompt": add_generation_prompt}
     if tools:
         kwargs["tools"] = tools
-    wire = [
-        {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id", "name")} for m in messages
-    ]
-    out = tokenizer.apply_chat_template(wire, **kwargs)
+    out = tokenizer.apply_chat_template([wire_message(m) for m in messages], **kwargs)
     if isinstance(out, dict) or hasattr(out, "keys"):
         out = out["input_ids"]
     return [int(t) for t in out]

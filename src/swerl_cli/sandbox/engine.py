@@ -64,6 +64,7 @@ class DockerBackend(SandboxBackend):
 
         from swerl_cli.sandbox import images
         from swerl_cli.sandbox.docker import DockerSandbox
+        from swerl_cli.sandbox.image_budget import pinned
         from swerl_cli.tasks.fields import image_problem, workdir_problem
 
         for field, value, problem in (
@@ -73,9 +74,9 @@ class DockerBackend(SandboxBackend):
             if problem:
                 raise SandboxError(f"{task.instance_id}: field '{field}' {value[:80]!r}: {problem}")
         # The image (on the mirror, if one is set) is pulled when missing and pinned until its container exists.
-        task = replace(task, image=images.normalize(images.mirror(task.image, images.SETTINGS.registry)))
+        task = replace(task, image=images.resolve(task.image))
         try:
-            with images.pinned(task.image):
+            with pinned(task.image):
                 client = self.client()
                 images.ensure_image(task.image, client=client)
                 opts = {"client": client, "host_options": self.host_options(), "events": self.events()}

@@ -1,31 +1,22 @@
-"""Task images: pull a missing one (docker SDK, the user's docker credentials), point names at a mirror, and keep
-the images swerl pulled under a disk budget by removing the least recently used ones.
+"""Task images: pull a missing one (docker SDK, the user's credentials), point names at a mirror, and keep the
+images swerl pulled under a disk budget (image_budget.py); reference parsing and mirror names are image_names.py.
 
 One process-wide `ImageSettings` (set by the CLI from flags and config through `configure`) applies to every
-docker sandbox start, so `collect`, `grade` and `tasks validate` pull the same way. Pulls of one image are
-serialised (a second episode on it waits for the first pull); different images pull in parallel.
-
-Eviction only ever removes images swerl itself pulled (it can pull them again), never an image named in
-`protect` (the sandbox base image), never one a container uses (running or stopped), never one a sandbox start
-has pinned. Sizes are as the engine reports them per image (layers shared between images count for each).
-Last-use times persist in a small JSON file (`$SWERL_IMAGE_STATE`, default ~/.cache/swerl/images.json).
+sandbox start of an image-using backend, so `collect`, `grade` and `tasks validate` pull the same way. Pulls of one
+image are serialised (a second episode on it waits for the first pull); different images pull in parallel.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, SandboxError
-
-GB = 1e9
+from swerl_cli.sandbox.image_budget import evict, local_images, touch, touch_many
+from swerl_cli.sandbox.image_names import check_registry, engine_key, mirror, normalize, registry_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +37,8 @@ class ImageSettings:
 
 
 SETTINGS = ImageSettings()
-_lock = threading.Lock()  # guards SETTINGS, _pulling, _pins and the state file
+_lock = threading.Lock()  # guards SETTINGS and _pulling
 _pulling: dict[str, threading.Lock] = {}
-_pins: dict[str, int] = {}
 
 
 def configure(**fields: Any) -> ImageSettings:
@@ -59,129 +49,9 @@ def configure(**fields: Any) -> ImageSettings:
         return SETTINGS
 
 
-def check_registry(registry: str) -> str:
-    """Validate `HOST[:PORT][/NAMESPACE]` (a mirror); ConfigError otherwise."""
-    parts = registry.rstrip("/").split("/")
-    bad = not registry or "://" in registry or any(c.isspace() for c in registry) or "" in parts
-    if bad or (len(parts) > 1 and ":" in parts[-1]):
-        raise ConfigError(
-            f"field 'registry': expected HOST[:PORT]/NAMESPACE (e.g. mirror.local:5000/swebench); got {registry!r}"
-        )
-    return registry
-
-
-def _split(image: str) -> tuple[str | None, str, str]:
-    """(registry host or None, repository path, ':tag' or '@digest'); a bare name gets ':latest'."""
-    name, digest = image.split("@", 1) if "@" in image else (image, None)
-    first, _, rest = name.partition("/")
-    host = first if rest and ("." in first or ":" in first or first == "localhost") else None
-    path = rest if host else name
-    if digest is not None:
-        return host, path, "@" + digest
-    last = path.rsplit("/", 1)[-1]
-    if ":" in last:
-        path, _, tag = path.rpartition(":")
-        return host, path, ":" + tag
-    return host, path, ":latest"
-
-
-def normalize(image: str) -> str:
-    """`image` with its tag spelled out (`x` -> `x:latest`), as pulls and lookups use it."""
-    host, path, suffix = _split(image)
-    return f"{host}/{path}{suffix}" if host else f"{path}{suffix}"
-
-
-def registry_of(image: str) -> str:
-    """The registry a pull of `image` talks to: `registry_of("swebench/x:latest") == "docker.io"`."""
-    return _split(image)[0] or "docker.io"
-
-
-def mirror(image: str, registry: str | None) -> str:
-    """`image` as found on the mirror `HOST[:PORT]/NAMESPACE`: the host and namespace are replaced, the last path
-    component and the tag kept. A mirror without a namespace keeps the image's own path.
-
-    >>> mirror("swebench/sweb.eval.x86_64.django_1776_django-16255:latest", "mirror.local:5000/team")
-    'mirror.local:5000/team/sweb.eval.x86_64.django_1776_django-16255:latest'
-    >>> mirror("docker.io/swebench/x", "127.0.0.1:5000")
-    '127.0.0.1:5000/swebench/x:latest'
-    """
-    if not registry:
-        return image
-    _, path, suffix = _split(image)
-    registry = registry.rstrip("/")
-    if "/" in registry:
-        return f"{registry}/{path.rsplit('/', 1)[-1]}{suffix}"
-    return f"{registry}/{path}{suffix}"
-
-
-# -- state: last use of each image, and which ones swerl pulled ---------------------------------------------------
-def _state_path() -> Path:
-    env = os.environ.get("SWERL_IMAGE_STATE")
-    return Path(env) if env else Path.home() / ".cache" / "swerl" / "images.json"
-
-
-def _load() -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(_state_path().read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _touch(image: str, *, pulled: bool = False) -> None:
-    _touch_many({image: pulled})
-
-
-def _touch_many(images: dict[str, bool]) -> None:
-    """Record a use of each image (and, where its value is true, that swerl pulled it): one read and one write."""
-    if not images:
-        return
-    with _lock:
-        state = _load()
-        now = time.time()
-        for image, pulled in images.items():
-            entry = state.setdefault(image, {"pulled": False})
-            entry["last_used"] = now
-            entry["pulled"] = bool(entry.get("pulled")) or pulled
-        path = _state_path()
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps(state, sort_keys=True))
-            tmp.replace(path)
-
-
-@contextlib.contextmanager
-def pinned(image: str) -> Iterator[None]:
-    """Keep `image` from eviction while a sandbox on it is being started."""
-    with _lock:
-        _pins[image] = _pins.get(image, 0) + 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _pins[image] -= 1
-            if not _pins[image]:
-                del _pins[image]
-
-
-# -- pull -----------------------------------------------------------------------------------------------------
-def _key(image: str) -> str:
-    """How the engine lists `image`: Docker Hub names without `docker.io/` and `library/`, tag spelled out."""
-    host, path, suffix = _split(image)
-    if host in (None, "docker.io", "index.docker.io", "registry-1.docker.io"):
-        return path.removeprefix("library/") + suffix
-    return f"{host}/{path}{suffix}"
-
-
-def local_images(client: Any) -> dict[str, tuple[int, str]]:
-    """Every tag and digest reference the engine holds -> (size in bytes, image id), from one list call."""
-    out: dict[str, tuple[int, str]] = {}
-    for img in client.api.images():
-        for ref in [*(img.get("RepoTags") or []), *(img.get("RepoDigests") or [])]:
-            if not ref.startswith("<none>"):
-                out[_key(ref)] = (int(img.get("Size") or 0), img.get("Id", ""))
-    return out
+def resolve(image: str) -> str:
+    """The reference a sandbox start pulls for a task's `image`: on the mirror, if one is set; tag spelled out."""
+    return normalize(mirror(image, SETTINGS.registry))
 
 
 def present(client: Any, image: str) -> bool:
@@ -214,9 +84,9 @@ def ensure_image(image: str, settings: ImageSettings | None = None, client: Any 
     except (docker.errors.DockerException, requests.RequestException) as e:  # the engine refused the reference
         raise SandboxError(f"image {image}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     if fetched is None:
-        _touch(image)
+        touch(image)
         return "present"
-    _touch(image, pulled=True)
+    touch(image, pulled=True)
     if s.budget_gb is not None:
         evict(s, keep=image, client=client)
     return "pulled"
@@ -264,52 +134,6 @@ def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> i
     return size
 
 
-# -- budget ---------------------------------------------------------------------------------------------------
-def evict(settings: ImageSettings, keep: str | None = None, client: Any = None) -> list[tuple[str, int]]:
-    """Remove least-recently-used pulled images until their total size fits the budget; returns (image, bytes)
-    removed. Images in use, pinned, protected or named `keep` stay."""
-    from swerl_cli.sandbox.docker import docker_client
-
-    if settings.budget_gb is None:
-        return []
-    client = client or docker_client()
-    with _lock:
-        state = _load()
-        pins = set(_pins)
-    have = local_images(client)
-    sized: list[tuple[float, str, int, str]] = []
-    for image, entry in state.items():
-        if entry.get("pulled") and _key(image) in have:  # not: gone already (removed by hand)
-            size, image_id = have[_key(image)]
-            sized.append((float(entry.get("last_used") or 0), image, size, image_id))
-    total = sum(size for _, _, size, _ in sized)
-    budget = settings.budget_gb * GB
-    if total <= budget:
-        return []
-    used = {c.get("ImageID") for c in client.api.containers(all=True)}
-    protected = {normalize(p) for p in settings.protect}
-    freed: list[tuple[str, int]] = []
-    for _, image, size, image_id in sorted(sized):
-        if total <= budget:
-            break
-        if image == keep or image in pins or image in protected or image_id in used:
-            continue
-        try:
-            client.images.remove(image)
-        except Exception:  # a container appeared on it meanwhile, or another tag holds it: keep it
-            continue
-        total -= size
-        freed.append((image, size))
-    if freed and settings.log:
-        names = ", ".join(image for image, _ in freed)
-        settings.log(
-            f"image budget {settings.budget_gb:g} GB: removed {len(freed)} least recently used "
-            f"({names}), freed {sum(b for _, b in freed) / GB:.2f} GB; pulled images now {total / GB:.2f} GB"
-        )
-    return freed
-
-
-# -- prefetching many images ----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class PullConfig:
     """`swerl tasks pull`: parallel pulls, a mirror and a disk budget (flags are the kebab-case twins)."""
@@ -322,11 +146,6 @@ class PullConfig:
         if not 1 <= self.workers <= 64:
             raise ConfigError(f"field 'workers': must be between 1 and 64; got {self.workers}")
         ImageSettings(registry=self.registry, budget_gb=self.image_budget_gb)
-
-
-def task_images(images: list[str], registry: str | None) -> list[str]:
-    """The distinct image references to fetch for these task images (mirrored, tags spelled out), in order."""
-    return list(dict.fromkeys(normalize(mirror(i, registry)) for i in images))
 
 
 def pull_many(
@@ -347,54 +166,67 @@ def pull_many(
 
     if not images:  # nothing to fetch: no engine needed
         return
-    s = settings or SETTINGS
-    client = client or docker_client()
-    have = local_images(client)
-    uses: dict[str, bool] = {}  # image -> pulled by swerl, not yet in the state file
-
-    def flush() -> None:
-        with _lock:
-            batch = dict(uses)
-            uses.clear()
-        _touch_many(batch)
-
-    def record(image: str, t0: float, status: str, size: int | None, error: str | None = None) -> dict[str, Any]:
-        return {
-            "image": image,
-            "registry": registry_of(image),
-            "status": status,
-            "bytes": size,
-            "seconds": round(time.monotonic() - t0, 3),
-            "error": error,
-        }
-
-    def one(image: str) -> dict[str, Any]:
-        t0 = time.monotonic()
-        try:
-            size = _fetch(client, image, s, check_present=False)  # the image list said it is missing
-        except SandboxError as e:
-            return record(image, t0, "error", None, str(e))
-        with _lock:
-            uses[image] = True
-        if s.budget_gb is not None:  # eviction finds the images swerl pulled in the state file
-            flush()
-            evict(s, keep=image, client=client)
-        return record(image, t0, "pulled", size)
-
-    t0 = time.monotonic()
-    missing = []
-    for image in images:
-        if _key(image) in have:
-            uses[image] = False
-            on_done(record(image, t0, "present", have[_key(image)][0]))
-        else:
-            missing.append(image)
+    batch = _PullBatch(client or docker_client(), settings or SETTINGS)
+    missing = batch.report_present(images, on_done)
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swerl-pull") as pool:
-            for fut in as_completed([pool.submit(one, image) for image in missing]):
+            for fut in as_completed([pool.submit(batch.pull, image) for image in missing]):
                 on_done(fut.result())
     finally:
-        flush()
+        batch.flush()
+
+
+class _PullBatch:
+    """The images of one `pull_many`: what the engine had at the start, and the uses not yet in the state file."""
+
+    def __init__(self, client: Any, settings: ImageSettings):
+        self.client, self.settings = client, settings
+        self.have = local_images(client)
+        self.uses: dict[str, bool] = {}  # image -> pulled by swerl, not yet in the state file
+
+    def flush(self) -> None:
+        """Write the uses gathered so far to the state file (one read and one write)."""
+        with _lock:
+            batch = dict(self.uses)
+            self.uses.clear()
+        touch_many(batch)
+
+    def report_present(self, images: list[str], on_done: Callable[[dict[str, Any]], None]) -> list[str]:
+        """Report each image the engine has as `present`; return the missing ones, in order."""
+        t0 = time.monotonic()
+        missing = []
+        for image in images:
+            if engine_key(image) in self.have:
+                self.uses[image] = False
+                on_done(_record(image, t0, "present", self.have[engine_key(image)][0]))
+            else:
+                missing.append(image)
+        return missing
+
+    def pull(self, image: str) -> dict[str, Any]:
+        """Pull one image the engine lacked; its record (an error record when the pull fails)."""
+        t0 = time.monotonic()
+        try:
+            size = _fetch(self.client, image, self.settings, check_present=False)  # the list said it is missing
+        except SandboxError as e:
+            return _record(image, t0, "error", None, str(e))
+        with _lock:
+            self.uses[image] = True
+        if self.settings.budget_gb is not None:  # eviction finds the images swerl pulled in the state file
+            self.flush()
+            evict(self.settings, keep=image, client=self.client)
+        return _record(image, t0, "pulled", size)
+
+
+def _record(image: str, t0: float, status: str, size: int | None, error: str | None = None) -> dict[str, Any]:
+    return {
+        "image": image,
+        "registry": registry_of(image),
+        "status": status,
+        "bytes": size,
+        "seconds": round(time.monotonic() - t0, 3),
+        "error": error,
+    }
 
 
 def pull_here(
