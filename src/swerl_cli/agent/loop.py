@@ -100,83 +100,119 @@ async def run_episode(
     `sandbox` may be an awaitable still starting: the first policy request (which needs no sandbox) overlaps it.
     """
     clock = _Clock()
-    box = _LazySandbox(sandbox, settings, clock)
-    messages = initial_messages(task, prompts, settings)
-    result = EpisodeResult(messages=messages)
     tools = T.tool_schema(prompts) if settings.action_format == "tools" else None
-    book = TokenBook()
-    deadline = clock.start + settings.episode_timeout_s
-    workdir = task.get("workdir") or "/"
-    cwd, open_file = workdir, None
-    consecutive_errors = 0
-    last_total = 0
-    status: str | None = None
+    result = EpisodeResult(messages=initial_messages(task, prompts, settings))
+    box = _LazySandbox(sandbox, settings, clock)
+    episode = _Episode(policy, sampling, info, settings, prompts, tools, box, clock, result, task.get("workdir") or "/")
     try:
-        for _ in range(settings.max_turns):
-            if last_total >= settings.max_context_tokens:
-                status = "context_limit"
-                break
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                status = "timeout"
-                break
-            t0 = time.perf_counter()
-            try:
-                comp: Completion = await asyncio.wait_for(
-                    policy.acomplete(messages, sampling, tools=tools, episode=info), remaining
-                )
-            except asyncio.TimeoutError:
-                status = "timeout"
-                break
-            except ContextLimitError:
-                status = "context_limit"
-                break
-            finally:
-                clock.policy_s += time.perf_counter() - t0
-            action = T.parse_tool_calls(comp.tool_calls) if tools else T.parse_text_action(comp.text)
-            assistant: dict[str, Any] = {"role": "assistant", "content": comp.text}
-            if comp.tool_calls:
-                assistant["tool_calls"] = comp.tool_calls
-            messages.append(assistant)
-            turn = _turn_record(comp, book, len(messages) - 1, action.error is not None)
-            result.turns.append(_with_version(turn, comp, policy))
-            last_total = _total_tokens(comp, last_total)
+        episode.result.exit_status = await episode.turns()
+    except SwerlError as e:  # policy, sandbox (its start included) or config failure: the record says which
+        episode.result.exit_status, episode.result.error = "error", f"{type(e).__name__}: {e}"
+    await episode.finish()
+    return episode.result
+
+
+@dataclass(slots=True)
+class _Episode:
+    """The state of one running episode: the conversation (in `result`), the token book, the clock, and the shell's
+    cwd and open file as the last command left them."""
+
+    policy: Policy
+    sampling: Sampling
+    info: EpisodeInfo
+    settings: AgentSettings
+    prompts: PromptConfig
+    tools: list[dict[str, Any]] | None
+    box: _LazySandbox
+    clock: _Clock
+    result: EpisodeResult
+    cwd: str
+    open_file: str | None = None
+    last_total: int = 0
+    book: TokenBook = field(default_factory=TokenBook)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.result.messages
+
+    @property
+    def deadline(self) -> float:
+        return self.clock.start + self.settings.episode_timeout_s
+
+    async def turns(self) -> str:
+        """Turns until submit or a limit; returns the exit status."""
+        consecutive_errors = 0
+        for _ in range(self.settings.max_turns):
+            if self.last_total >= self.settings.max_context_tokens:
+                return "context_limit"
+            comp = await self._ask()
+            if isinstance(comp, str):
+                return comp
+            action = self._record(comp)
             if action.error is not None:
                 consecutive_errors += 1
-                if consecutive_errors >= settings.max_format_errors:
-                    status = "format_errors"
-                    break
-                messages.append(_observation(T.format_error_text(action, prompts), action, tools))
+                if consecutive_errors >= self.settings.max_format_errors:
+                    return "format_errors"
+                self.messages.append(_observation(T.format_error_text(action, self.prompts), action, self.tools))
                 continue
             consecutive_errors = 0
             if action.is_submit:
-                status = "submitted"
-                break
-            timeout = max(1.0, min(settings.command_timeout_s, deadline - time.perf_counter()))
-            sb = await box.get()
-            res = await clock.sandbox(sb.run, action.command, timeout)
-            state = await clock.sandbox(sb.run, T.STATE_COMMAND, 30.0)
-            cwd, open_file = T.parse_state(state.output, cwd)
-            output = res.output.rstrip("\n")
-            if res.timed_out:
-                output = (output + "\n" if output else "") + fill(prompts.timeout_output, timeout_s=int(timeout))
-            elif not output.strip():
-                output = prompts.empty_output
-            output = T.truncate(output, settings.max_observation_chars, prompts.truncation_marker)
-            text = fill(prompts.observation, output=output, cwd=cwd, file=open_file or "n/a")
-            messages.append(_observation(text, action, tools))
-        else:
-            status = "max_turns"
-        result.exit_status = status or "error"
-    except SwerlError as e:  # policy, sandbox (its start included) or config failure: the record says which
-        result.exit_status, result.error = "error", f"{type(e).__name__}: {e}"
-    try:
-        result.patch = await clock.sandbox((await box.get()).diff)
-    except SwerlError as e:
-        if result.error is None:
-            result.exit_status, result.error = "error", f"{type(e).__name__}: reading the final diff failed: {e}"
-    result.stats = _stats(result, clock, last_total)
-    return result
+                return "submitted"
+            self.messages.append(_observation(await self._act(action), action, self.tools))
+        return "max_turns"
+
+    async def _ask(self) -> Completion | str:
+        """The policy's next turn, or the exit status when the episode's time or the model's context ran out."""
+        remaining = self.deadline - time.perf_counter()
+        if remaining <= 0:
+            return "timeout"
+        t0 = time.perf_counter()
+        try:
+            request = self.policy.acomplete(self.messages, self.sampling, tools=self.tools, episode=self.info)
+            return await asyncio.wait_for(request, remaining)
+        except asyncio.TimeoutError:
+            return "timeout"
+        except ContextLimitError:
+            return "context_limit"
+        finally:
+            self.clock.policy_s += time.perf_counter() - t0
+
+    def _record(self, comp: Completion) -> T.Action:
+        """Append the assistant message and its turn record; the action it asks for."""
+        action = T.parse_tool_calls(comp.tool_calls) if self.tools else T.parse_text_action(comp.text)
+        assistant: dict[str, Any] = {"role": "assistant", "content": comp.text}
+        if comp.tool_calls:
+            assistant["tool_calls"] = comp.tool_calls
+        self.messages.append(assistant)
+        turn = _turn_record(comp, self.book, len(self.messages) - 1, action.error is not None)
+        self.result.turns.append(_with_version(turn, comp, self.policy))
+        self.last_total = _total_tokens(comp, self.last_total)
+        return action
+
+    async def _act(self, action: T.Action) -> str:
+        """Run the action's command in the sandbox; the observation text (output, cwd, open file)."""
+        timeout = max(1.0, min(self.settings.command_timeout_s, self.deadline - time.perf_counter()))
+        sb = await self.box.get()
+        res = await self.clock.sandbox(sb.run, action.command, timeout)
+        state = await self.clock.sandbox(sb.run, T.STATE_COMMAND, 30.0)
+        self.cwd, self.open_file = T.parse_state(state.output, self.cwd)
+        output = res.output.rstrip("\n")
+        if res.timed_out:
+            output = (output + "\n" if output else "") + fill(self.prompts.timeout_output, timeout_s=int(timeout))
+        elif not output.strip():
+            output = self.prompts.empty_output
+        output = T.truncate(output, self.settings.max_observation_chars, self.prompts.truncation_marker)
+        return fill(self.prompts.observation, output=output, cwd=self.cwd, file=self.open_file or "n/a")
+
+    async def finish(self) -> None:
+        """Read the final diff (a failure is the episode's error unless it already has one) and the stats."""
+        result = self.result
+        try:
+            result.patch = await self.clock.sandbox((await self.box.get()).diff)
+        except SwerlError as e:
+            if result.error is None:
+                result.exit_status, result.error = "error", f"{type(e).__name__}: reading the final diff failed: {e}"
+        result.stats = _stats(result, self.clock, self.last_total)
 
 
 class _LazySandbox:

@@ -7,34 +7,25 @@ An executor runs jobs and hands back `concurrent.futures.Future`s that resolve t
 - `RayExecutor` (`executor/ray.py`, the only module that imports Ray): each job is a Ray task on some node of a
   cluster, with a resource request per job, retried on another node when its node is lost.
 
-`stream_jobs` keeps a bounded window of jobs in flight and yields results as they finish; on an interrupt or
-failure it cancels what is pending and runs the caller's cleanup on every node.
+`stream_jobs` (`executor/stream.py`) keeps a bounded window of jobs in flight and yields results as they finish;
+on an interrupt or failure it cancels what is pending and runs the caller's cleanup on every node.
 """
 
 from __future__ import annotations
 
 import os
-import queue
-import signal
 import socket
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol
 
 from swerl_cli.core.config import flag
-from swerl_cli.core.errors import ConfigError, JobLostError
+from swerl_cli.core.errors import ConfigError
+from swerl_cli.executor.stream import Outcome
+from swerl_cli.executor.stream import stream_jobs as stream_jobs  # the API of this package
 
-K = TypeVar("K")
 RAY_ENV = "SWERL_RAY_ADDRESS"
-
-
-class Outcome(NamedTuple):
-    """A finished job: its return value and the node that ran it ({"host", "ray_node_id"}; None: no node did)."""
-
-    value: Any
-    node: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,110 +176,3 @@ def open_executor(
 def ray_address(flag: str | None) -> str | None:
     """`--ray` if given, else SWERL_RAY_ADDRESS (empty means local)."""
     return flag or os.environ.get(RAY_ENV) or None
-
-
-def stream_jobs(
-    executor: Any,
-    jobs: Iterable[tuple[K, Callable[..., Any], tuple[Any, ...]]],
-    *,
-    cleanup: Callable[[], Any] | None = None,
-    stale_cleanup: Callable[[], Any] | None = None,
-    on_submit: Callable[[K], Any] | None = None,
-) -> Iterator[tuple[K, Outcome | JobLostError]]:
-    """Submit `(key, fn, args)` jobs, at most `executor.window` at once, reading `jobs` lazily; yield `(key,
-    Outcome)` as each finishes, or `(key, JobLostError)` for a job lost with its worker or node. A job given as
-    `(key, None, value)` is already done: it is yielded at once as `Outcome(value, None)`.
-
-    On any exit but exhaustion (Ctrl-C, SIGTERM, a bad input line) pending jobs are cancelled and `cleanup` runs
-    on every node, with further signals held off until it is done. After a clean run a cluster executor runs
-    `stale_cleanup` on every node (sandboxes left by workers that died with a lost job). `on_submit(key)` is
-    called in this thread as each job is handed to the executor (`jobs` itself is read in a helper thread)."""
-    if stale_cleanup is not None and getattr(executor, "remote", False):
-        executor.on_every_node(stale_cleanup)  # left on any node by an earlier, killed run of the same id
-    pending: dict[Future[Outcome], K] = {}
-    reader = _Reader(iter(jobs))
-    asked: Future[Any] | None = reader.ask()
-    clean = False
-    try:
-        while True:
-            # Take what the reader has read while the window has room; a read still blocked (a pipe waiting for
-            # its next line) never holds back the results of jobs already running.
-            while asked is not None and asked.done() and len(pending) < executor.window:
-                item = asked.result()  # a bad input line raises here
-                asked = None if item is _END else reader.ask()
-                if item is _END:
-                    break
-                key, fn, args = item
-                if fn is None:  # a result known without running anything: passed through in stream order
-                    yield key, Outcome(args, None)
-                    continue
-                pending[executor.submit(fn, *args)] = key
-                if on_submit is not None:
-                    on_submit(key)
-            if not pending and asked is None:
-                break
-            waiting = set(pending)
-            if asked is not None and len(pending) < executor.window:
-                waiting.add(asked)
-            done, _ = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in done:
-                if fut is asked:
-                    continue
-                key = pending.pop(fut)
-                try:
-                    outcome: Outcome | JobLostError = fut.result()
-                except JobLostError as e:
-                    outcome = e
-                yield key, outcome
-        clean = True
-    finally:
-        reader.stop()
-        if clean:
-            executor.close(stale_cleanup)
-        else:
-            with signals_held():
-                executor.abort(list(pending), cleanup)
-
-
-_END = object()
-
-
-class _Reader:
-    """Reads `jobs` one item at a time in a daemon thread, when asked: the input stays lazy, and a read that
-    blocks (stdin waiting for the next record) does not stop finished jobs from being yielded."""
-
-    def __init__(self, source: Iterator[Any]):
-        self._source = source
-        self._asks: queue.SimpleQueue[Future[Any] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._run, name="swerl-read", daemon=True).start()
-
-    def ask(self) -> Future[Any]:
-        """A future for the next item (`_END` after the last; the reading error if reading failed)."""
-        fut: Future[Any] = Future()
-        self._asks.put(fut)
-        return fut
-
-    def stop(self) -> None:
-        self._asks.put(None)
-
-    def _run(self) -> None:
-        while (fut := self._asks.get()) is not None:
-            try:
-                fut.set_result(next(self._source, _END))
-            except BaseException as e:  # handed to the consumer, which raises it in its own thread
-                fut.set_exception(e)
-                return
-
-
-class signals_held:  # lower case: used like a function, `with signals_held(): ...`
-    """Ignore SIGINT/SIGTERM/SIGHUP inside the block (a second Ctrl-C must not abort a cleanup); main thread only."""
-
-    def __enter__(self) -> None:
-        self.old: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                self.old[sig] = signal.signal(sig, signal.SIG_IGN)
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.old.items():
-            signal.signal(sig, handler)

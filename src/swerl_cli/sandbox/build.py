@@ -197,6 +197,21 @@ def build_image(
     return "built"
 
 
+def _copy_in(container: Any, task: Task, script: str, bundle: Path | None) -> None:
+    """Put the setup script (executable) and the repository bundle, if any, into the build container."""
+    with tempfile.TemporaryFile() as buf:
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(SCRIPT.lstrip("/"))
+            data = script.encode()
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, fileobj=io.BytesIO(data))
+            if bundle is not None:
+                tar.add(str(bundle), arcname=BUNDLE.lstrip("/"))
+        buf.seek(0)
+        if not container.put_archive("/", buf):
+            raise SandboxError(f"{task.instance_id}: could not copy the setup script into the build container")
+
+
 def _run(
     client: Any,
     task: Task,
@@ -219,17 +234,7 @@ def _run(
             **options,
         )
         lifecycle.register(key, lambda: container.remove(force=True))
-        with tempfile.TemporaryFile() as buf:
-            with tarfile.open(fileobj=buf, mode="w") as tar:
-                info = tarfile.TarInfo(SCRIPT.lstrip("/"))
-                data = script.encode()
-                info.size, info.mode = len(data), 0o755
-                tar.addfile(info, fileobj=io.BytesIO(data))
-                if bundle is not None:
-                    tar.add(str(bundle), arcname=BUNDLE.lstrip("/"))
-            buf.seek(0)
-            if not container.put_archive("/", buf):
-                raise SandboxError(f"{task.instance_id}: could not copy the setup script into the build container")
+        _copy_in(container, task, script, bundle)
         container.start()
         for chunk in container.logs(stream=True, follow=True):
             if log is not None:

@@ -193,6 +193,26 @@ def _name(run_id: str, instance_id: str) -> str:
     return f"swerl-{slug}-{secrets.token_hex(3)}"
 
 
+def _host_config(
+    client: Any, image: str, lim: SandboxLimits, user: str | None, host_options: dict[str, Any] | None
+) -> Any:
+    """The container's limits: memory (no swap beyond it), CPUs, pids, no network unless asked, every capability
+    dropped (a root shell keeps the few ROOT_CAPS it needs), no new privileges; then the backend's own options."""
+    as_root = (user or image_user(client, image)).split(":")[0] in ("", "root", "0")
+    return client.api.create_host_config(
+        init=True,
+        mem_limit=f"{lim.memory_mb}m",
+        memswap_limit=f"{lim.memory_mb}m",
+        nano_cpus=int(lim.cpus * 1e9),
+        pids_limit=lim.pids,
+        network_mode="bridge" if lim.network else "none",
+        cap_drop=["ALL"],
+        cap_add=list(ROOT_CAPS) if as_root else None,
+        security_opt=["no-new-privileges"],
+        **(host_options or {}),
+    )
+
+
 class DockerSandbox(ShellSandbox):
     """A started container whose main process is a persistent shell in `task.workdir`; `close()` removes it."""
 
@@ -216,25 +236,11 @@ class DockerSandbox(ShellSandbox):
         self._shell: Shell | None = None
         self._closed = False
         self.client = client = client or docker_client()
-        lim = self.limits
-        api = client.api
-        user = lim.user or None  # None: the image's own USER (swerl-built images: the unprivileged `swerl`)
-        as_root = (user or image_user(client, task.image)).split(":")[0] in ("", "root", "0")
-        host_config = api.create_host_config(
-            init=True,
-            mem_limit=f"{lim.memory_mb}m",
-            memswap_limit=f"{lim.memory_mb}m",
-            nano_cpus=int(lim.cpus * 1e9),
-            pids_limit=lim.pids,
-            network_mode="bridge" if lim.network else "none",
-            cap_drop=["ALL"],
-            cap_add=list(ROOT_CAPS) if as_root else None,
-            security_opt=["no-new-privileges"],
-            **(host_options or {}),
-        )
+        user = self.limits.user or None  # None: the image's own USER (swerl-built images: the unprivileged `swerl`)
+        host_config = _host_config(client, task.image, self.limits, user, host_options)
         lifecycle.register(id(self), self.close)
         try:
-            self.cid = api.create_container(
+            self.cid = client.api.create_container(
                 task.image,
                 command=["bash", "--noprofile", "--norc"],
                 stdin_open=True,
@@ -251,7 +257,7 @@ class DockerSandbox(ShellSandbox):
             if self._closed:  # swept (Ctrl-C, SIGTERM) while the container was being created
                 self._remove()
                 raise SandboxError("sandbox start interrupted")
-            self._shell = Shell(self._transport, lim.output_cap_bytes)
+            self._shell = Shell(self._transport, self.limits.output_cap_bytes)
         except SandboxError:
             self.close()
             raise
