@@ -51,12 +51,11 @@ def choices(names: list[str] | None = None) -> str:
 
 def backend_class(name: str) -> type[SandboxBackend]:
     """The class registered as `name`; ConfigError naming the choices otherwise."""
-    import importlib
+    from swerl_cli.core.plugins import load_registered
 
-    if name not in BACKENDS:
-        raise ConfigError(f"unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}")
-    module, _, attr = BACKENDS[name].partition(":")
-    cls: type[SandboxBackend] = getattr(importlib.import_module(module), attr)
+    cls: type[SandboxBackend] = load_registered(
+        BACKENDS, name, f"unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}"
+    )
     return cls
 
 
