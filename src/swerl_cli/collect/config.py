@@ -10,10 +10,11 @@ from swerl_cli.agent.loop import AgentSettings
 from swerl_cli.core.config import check_positive, flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
+from swerl_cli.policy import BACKENDS as POLICIES
 from swerl_cli.policy import DEFAULT_POLICY
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.engine_size import DTYPES
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, choices
 
 ACTION_FORMATS = ("text", "tools")
 # The agent and sampling defaults come from the classes that own them.
@@ -31,7 +32,7 @@ class CollectConfig(JobSettings):
     """Everything `swerl collect` needs; flags are the kebab-case twins of these fields."""
 
     # Fields with `flag(...)` are flags of `swerl collect`, in this order in its --help; the rest are YAML only.
-    policy: str = flag(DEFAULT_POLICY, "Policy backend: openai, hf, vllm, gold, gold-steps, replay.")
+    policy: str = flag(DEFAULT_POLICY, f"Policy backend: {', '.join(POLICIES)}.")
     model: str | None = flag(None, "Model name (openai) or checkpoint directory (hf, vllm).")
     base_url: tuple[str, ...] = flag((), "OpenAI-compatible base URL (…/v1); repeat to spread load.")
     replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
@@ -61,7 +62,7 @@ class CollectConfig(JobSettings):
     repetition_penalty: float = flag(_SAMPLING.repetition_penalty, "Repetition penalty (default 1.0 = off).")
     max_new_tokens: int = flag(_SAMPLING.max_new_tokens, "Tokens per assistant turn.")
     seed: int | None = flag(_SAMPLING.seed, "Base sampling seed (sample s uses seed + s).")
-    sandbox: str = flag(DEFAULT_BACKEND, "Sandbox backend: docker, podman or local.")
+    sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
     network: bool = flag(False, "Give sandboxes network access.")
     # None: the image's USER (swerl-built images: unprivileged `swerl`)
     sandbox_user: str | None = flag(

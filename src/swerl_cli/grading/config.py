@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from swerl_cli.core.config import check_positive, flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits, choices
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +17,7 @@ class GradeConfig(JobSettings):
 
     workers: int = flag(1, "Sandboxes graded in parallel [default: 1].", metavar="N")
     timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
-    sandbox: str = flag(DEFAULT_BACKEND, "Sandbox backend: docker, podman or local.")
+    sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
     repo_dir: str | None = flag(None, "Repository clones for --sandbox local.")
     run_id: str | None = flag(None, "Label for this run's containers [default: generated].")
     memory_mb: int = flag(4096, "Memory limit per sandbox in MiB [default: 4096].")
