@@ -16,10 +16,7 @@ from swerl_cli.executor import JobSettings, ray_address
 
 C = TypeVar("C", bound=JobSettings)
 
-REGISTRY = Annotated[str | None, option(JobSettings, "registry")]
-PULL = Annotated[bool | None, option(JobSettings, "pull")]
-IMAGE_BUDGET = Annotated[float | None, option(JobSettings, "image_budget_gb")]
-RAY = Annotated[str | None, option(JobSettings, "ray")]
+RAY = Annotated[str | None, option(JobSettings, "ray")]  # `sandbox prune` and `tasks pull` take --ray alone
 
 
 def job_fields() -> tuple[str, ...]:

@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
-from swerl_cli.cli._images import IMAGE_BUDGET, RAY, REGISTRY
+from swerl_cli.cli._flags import Flags, config_options
+from swerl_cli.cli._images import RAY
 from swerl_cli.sandbox import DEFAULT_BACKEND
+from swerl_cli.sandbox.images import PullConfig
 
 HELP = """Pull the image of every task (each distinct image once; present ones are skipped) with the user's docker
 credentials, N at a time, from --registry when given. Writes one record per image (image, registry, status
@@ -24,13 +26,12 @@ def register(app: typer.Typer) -> None:
 
 
 @boundary("tasks pull")
+@config_options(PullConfig)
 def _pull(
     inputs: INPUTS = None,
     output: OUTPUT = None,
     config: CONFIG = None,
-    workers: Annotated[int | None, typer.Option(metavar="N", help="Pulls at once [default: 4].")] = None,
-    registry: REGISTRY = None,
-    image_budget_gb: IMAGE_BUDGET = None,
+    flags: Flags | None = None,
     ray: RAY = None,
     sandbox: Annotated[
         str, typer.Option(help="Engine the images are pulled into: docker or podman.")
@@ -47,7 +48,7 @@ def _pull(
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.tasks.pull import PullTally, images_of, pull_images
 
-    cfg = resolve_config(images.PullConfig, config, workers=workers, registry=registry, image_budget_gb=image_budget_gb)
+    cfg = resolve_config(PullConfig, config, **(flags or {}))
     refs, refused = images_of(read_many(inputs or []))
     todo = task_images(refs, cfg.registry)
     address = ray_address(ray)

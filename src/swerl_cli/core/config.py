@@ -211,9 +211,11 @@ class Flag:
     names: tuple[str, ...] = ()
 
 
-def flag(default: Any, help: str, *, metavar: str | None = None, names: tuple[str, ...] = ()) -> Any:
-    """A dataclass field that is also a flag of the commands built on its config, its help declared here only."""
-    return dataclasses.field(default=default, metadata={FLAG: Flag(help, metavar, names)})
+def flag(default: Any, help: str | Flag, *, metavar: str | None = None, names: tuple[str, ...] = ()) -> Any:
+    """A dataclass field that is also a flag of the commands built on its config, its help declared here only (or
+    in a `Flag` two configs share: `registry: str | None = flag(None, REGISTRY_FLAG)`)."""
+    spec = help if isinstance(help, Flag) else Flag(help, metavar, names)
+    return dataclasses.field(default=default, metadata={FLAG: spec})
 
 
 def flag_fields(cls: type) -> list[tuple[dataclasses.Field[Any], Flag]]:

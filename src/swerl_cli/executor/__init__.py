@@ -24,6 +24,7 @@ from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor.stream import Outcome
 from swerl_cli.executor.stream import stream_jobs as stream_jobs  # the API of this package
+from swerl_cli.sandbox.images import IMAGE_BUDGET_FLAG, REGISTRY_FLAG
 
 RAY_ENV = "SWERL_RAY_ADDRESS"
 
@@ -48,15 +49,11 @@ class JobSettings:
     """The fields every command that runs sandbox jobs shares (collect, grade): where task images come from, and
     what each job asks of a Ray cluster. Configs extend it; flags are the kebab-case twins of the fields."""
 
-    registry: str | None = flag(
-        None, "Pull every task image from this mirror (same name and tag).", metavar="HOST[:PORT]/NAMESPACE"
-    )
+    registry: str | None = flag(None, REGISTRY_FLAG)
     pull: bool = flag(
         True, "Pull a task's missing image (default) or fail naming the fetch command.", names=("--pull/--no-pull",)
     )
-    image_budget_gb: float | None = flag(
-        None, "Remove least recently used pulled images not in use past this many GB.", metavar="GB"
-    )
+    image_budget_gb: float | None = flag(None, IMAGE_BUDGET_FLAG)
     ray: str | None = flag(  # jobs run on the nodes of this cluster
         None,
         "Run jobs on the Ray cluster at HOST:PORT ('auto': the cluster this machine belongs to); default: "

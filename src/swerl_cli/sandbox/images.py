@@ -14,9 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from swerl_cli.core.config import Flag, flag
 from swerl_cli.core.errors import ConfigError, SandboxError
 from swerl_cli.sandbox.image_budget import evict, local_images, touch, touch_many
 from swerl_cli.sandbox.image_names import check_registry, engine_key, mirror, normalize, registry_of
+
+# The image flags, declared once for the configs that take them (executor.JobSettings, PullConfig).
+REGISTRY_FLAG = Flag("Pull every task image from this mirror (same name and tag).", metavar="HOST[:PORT]/NAMESPACE")
+IMAGE_BUDGET_FLAG = Flag("Remove least recently used pulled images not in use past this many GB.", metavar="GB")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +143,9 @@ def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> i
 class PullConfig:
     """`swerl tasks pull`: parallel pulls, a mirror and a disk budget (flags are the kebab-case twins)."""
 
-    workers: int = 4
-    registry: str | None = None
-    image_budget_gb: float | None = None
+    workers: int = flag(4, "Pulls at once [default: 4].", metavar="N")
+    registry: str | None = flag(None, REGISTRY_FLAG)
+    image_budget_gb: float | None = flag(None, IMAGE_BUDGET_FLAG)
 
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 64:
