@@ -1,9 +1,10 @@
 """Time per DAPO update: `swerl dapo` vs TRL `GRPOTrainer(loss_type="dapo")` computing the same loss, same batch.
 
-Batch: 4 groups x 8 graded multi-turn trajectories (prompt ~256 tokens, 1-6 turns of actions + observations, lengths
-vary), all groups mixed so every sample is kept; 8 trajectories per optimizer step -> 4 steps. Model: the tiny
-tokenizer with a hidden-256 x 4-layer Qwen2 body (compute-bound on CPU), fp32. The records carry the model's exact
-logprobs as the sampler's (as an fp32 vLLM sampler gives), so step 1 is on-policy on both sides.
+Model: the real one, SmolLM2-135M-Instruct in fp32 (`SWERL_BENCH_TRAIN_MODEL=tiny`: the tiny tokenizer with a
+hidden-256 x 4-layer Qwen2 body; benchmarks/models.py). Batch: groups of graded multi-turn trajectories (prompt 256
+tokens, 1-6 turns of 20-120 action tokens + observations, lengths vary), all groups mixed so every sample is kept;
+SmolLM2: 2 groups x 4, 4 per optimizer step -> 2 steps; tiny: 4 groups x 8, 8 per step -> 4 steps. The records
+carry the model's exact logprobs as the sampler's (as an fp32 vLLM sampler gives), so step 1 is on-policy on both sides.
 - swerl: `swerl dapo` in a subprocess, `--old-logprobs sampler` (no second forward) and `trainer` (a no-grad
   theta_old pass first); per-step times from its metrics (packed rows, per-document attention, ZeRO-2).
 - TRL: the same steps (same samples per step) through `GRPOTrainer.compute_loss` with loss_type="dapo",
@@ -28,23 +29,23 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-GROUPS, G, BATCH = 4, 8, 8
+SIZES = {True: (2, 4, 4), False: (4, 8, 8)}  # real model?: (groups, group size, samples per optimizer step)
 
 TRL_SCRIPT = r"""
 import json, sys, time, torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
-model_dir, steps_file, out = sys.argv[1], sys.argv[2], sys.argv[3]
+model_dir, steps_file, out, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 steps = json.load(open(steps_file))
 tok = AutoTokenizer.from_pretrained(model_dir)
 model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa", dtype=torch.float32)
 cfg = GRPOConfig(output_dir=out, loss_type="dapo", epsilon=0.2, epsilon_high=0.3, beta=0.0, use_cpu=True,
-                 per_device_train_batch_size=8, num_generations=8, learning_rate=1e-6, weight_decay=0.1,
+                 per_device_train_batch_size=batch, num_generations=batch, learning_rate=1e-6, weight_decay=0.1,
                  max_grad_norm=1.0, report_to=[], save_strategy="no", disable_tqdm=True,
                  bf16=False, gradient_checkpointing=False)
 trainer = GRPOTrainer(model=model, args=cfg, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
-                      train_dataset=Dataset.from_list([{"prompt": "x"}] * 8), processing_class=tok)
+                      train_dataset=Dataset.from_list([{"prompt": "x"}] * batch), processing_class=tok)
 trainer.current_gradient_accumulation_steps = 1
 opt = torch.optim.AdamW(model.parameters(), lr=1e-6, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
 model.train()
@@ -71,23 +72,20 @@ for step in steps:
     losses.append(float(loss))
 print(json.dumps({"step_s": times, "step_cpu_s": cpu, "first_loss": losses[0], "steps": len(losses),
                   "config": {"bf16": cfg.bf16, "gradient_checkpointing": cfg.gradient_checkpointing,
-                             "loss_type": cfg.loss_type, "per_device_train_batch_size": 8}}))
+                             "loss_type": cfg.loss_type, "per_device_train_batch_size": batch}}))
 """
 
 
-def _build(work: Path) -> tuple[Path, Path, list[int]]:
-    """Bench model (tiny tokenizer, hidden 256 x 4 layers), 32 graded trajectories with exact logprobs, lengths."""
+def _build(work: Path, model_dir: Path, groups: int, g: int) -> tuple[Path, list[int]]:
+    """groups x g graded trajectories with the model's exact logprobs, and their lengths."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from swerl_cli.streams.records import Located
     from swerl_cli.training.data import trajectory_to_sample
-    from swerl_cli.training.tiny import build_tiny_model
 
-    # A compute-bound size (hidden 256, 4 layers) built through the same code as the tiny test model.
-    model_dir = build_tiny_model(work / "model", hidden_size=256, num_layers=4, intermediate_size=1024)
     vocab_size = len(AutoTokenizer.from_pretrained(model_dir))
-    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa", dtype=torch.float32)
     sys.path.insert(0, str(ROOT))
     from tests.records import rollout
 
@@ -97,12 +95,12 @@ def _build(work: Path) -> tuple[Path, Path, list[int]]:
         return [rng.randrange(5, vocab_size - 3) for _ in range(n)]
 
     recs, lengths = [], []
-    for g in range(GROUPS):
+    for k in range(groups):
         prompt = ids(256)
-        for s in range(G):
-            turns = 1 + (g * G + s) * 5 % 6
+        for s in range(g):
+            turns = 1 + (k * g + s) * 5 % 6
             rec = rollout(
-                f"task{g}",
+                f"task{k}",
                 s,
                 resolved=s % 3 == 0,
                 turns=turns,
@@ -125,10 +123,10 @@ def _build(work: Path) -> tuple[Path, Path, list[int]]:
             lengths.append(len(sample))
     data = work / "graded.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    return model_dir, data, lengths
+    return data, lengths
 
 
-def _trl_steps(data: Path, summary: dict, work: Path) -> Path:
+def _trl_steps(data: Path, summary: dict, work: Path, batch: int) -> Path:
     """The same optimizer steps for TRL: prompt = turn-0 prompt, completion = the rest, mask = action tokens."""
     from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.advantages import select_samples
@@ -136,10 +134,10 @@ def _trl_steps(data: Path, summary: dict, work: Path) -> Path:
     from swerl_cli.training.dapo_config import DapoConfig
     from swerl_cli.training.data import trajectory_to_sample
 
-    cfg = DapoConfig(batch_size=BATCH, lr=1e-6)
+    cfg = DapoConfig(batch_size=batch, lr=1e-6)
     sel = select_samples(read_records(str(data)), cfg)
     samples = [trajectory_to_sample(s.loc, None, mask_format_errors=False) for s in sel.samples]
-    plans = plan_steps(samples, world_size=1, micro_batch_tokens=cfg.micro_batch_tokens, batch_size=BATCH, seed=0)
+    plans = plan_steps(samples, world_size=1, micro_batch_tokens=cfg.micro_batch_tokens, batch_size=batch, seed=0)
     assert len(plans) == summary["steps"], (len(plans), summary["steps"])
     steps = []
     for plan in plans:
@@ -169,9 +167,9 @@ def _run(cmd: list[str]) -> str:
     return p.stdout.decode().strip().splitlines()[-1]
 
 
-def _swerl(data: Path, model_dir: Path, out: Path, old_logprobs: str) -> tuple[dict, list[dict]]:
+def _swerl(data: Path, model_dir: Path, out: Path, old_logprobs: str, batch: int) -> tuple[dict, list[dict]]:
     cmd = [sys.executable, "-m", "swerl_cli", "dapo", str(data), "--model", str(model_dir), "--output", str(out)]
-    cmd += ["--batch-size", str(BATCH), "--no-carry-optimizer", "--old-logprobs", old_logprobs]
+    cmd += ["--batch-size", str(batch), "--no-carry-optimizer", "--old-logprobs", old_logprobs]
     summary = json.loads(_run(cmd))
     return summary, [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
 
@@ -179,24 +177,27 @@ def _swerl(data: Path, model_dir: Path, out: Path, old_logprobs: str) -> tuple[d
 def main() -> None:
     """Print seconds per update and per optimizer step of both, FLOP/s shares, and the TRL/swerl ratio."""
     from benchmarks.flops import ROUNDS, machine_line, matmul_peak, model_flops
+    from benchmarks.models import train_model
 
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     print(machine_line(threads))
     with tempfile.TemporaryDirectory(prefix="bench-dapo-") as tmp:
         work = Path(tmp)
-        model_dir, data, lengths = _build(work)
+        model = train_model(work)
+        model_dir, (groups, g, batch) = model.path, SIZES[model.real]
+        data, lengths = _build(work, model_dir, groups, g)
         peak = matmul_peak(threads)
         flops = model_flops(model_dir, lengths)
         runs: dict[str, list[tuple[float, Any]]] = {"sampler": [], "trainer": [], "trl": []}
         steps_file = None
         for r in range(ROUNDS):  # the three alternate, each keeps its fastest round: load drifts on a shared host
-            summary, fast = _swerl(data, model_dir, work / f"sampler-{r}", "sampler")
+            summary, fast = _swerl(data, model_dir, work / f"sampler-{r}", "sampler", batch)
             runs["sampler"].append((sum(m["step_s"] for m in fast), (summary, fast)))
-            summary_t, slow = _swerl(data, model_dir, work / f"trainer-{r}", "trainer")
+            summary_t, slow = _swerl(data, model_dir, work / f"trainer-{r}", "trainer", batch)
             secs = sum(m["step_s"] for m in slow) + summary_t["timing"]["old_logprob_pass_s"]
             runs["trainer"].append((secs, (summary_t, slow)))
-            steps_file = steps_file or _trl_steps(data, summary, work)
-            trl_cmd = [sys.executable, "-c", TRL_SCRIPT, str(model_dir), str(steps_file), str(work / "t")]
+            steps_file = steps_file or _trl_steps(data, summary, work, batch)
+            trl_cmd = [sys.executable, "-c", TRL_SCRIPT, str(model_dir), str(steps_file), str(work / "t"), str(batch)]
             trl_r = json.loads(_run(trl_cmd))
             runs["trl"].append((sum(trl_r["step_s"]), trl_r))
     (s_fast, (summary, fast)), (s_slow, (_, slow)), (s_trl, trl) = (
@@ -205,8 +206,9 @@ def main() -> None:
     n = summary["steps"]
     c_fast = sum(m["step_cpu_s"] for m in fast)
     c_trl = sum(trl["step_cpu_s"])
+    print(f"model: {model.label}")
     print(
-        f"DAPO update, {GROUPS}x{G} trajectories, {sum(lengths)} tokens ({summary['tokens']} action tokens), {n} "
+        f"DAPO update, {groups}x{g} trajectories, {sum(lengths)} tokens ({summary['tokens']} action tokens), {n} "
         f"optimizer steps, CPU fp32, {threads} threads; fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; "
         f"model FLOPs {flops / 1e12:.3f} T"
     )

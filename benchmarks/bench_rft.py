@@ -1,12 +1,15 @@
 """`swerl rft` training tokens/s vs TRL `SFTTrainer(assistant_only_loss=True)` configured fairly, same model/data/steps.
 
-The model is the tiny tokenizer with a larger Qwen2 body (hidden 256, 4 layers) so the run is compute-bound. Data:
-STEPS x 8 multi-turn trajectories of 1-12 turns (lengths vary), the same set for both, 8 sequences per optimizer
-step. TRL runs the way a competent user runs it on a CPU without native bf16: fp32 (`bf16=False`), no gradient
-checkpointing, `padding_free=True` (one packed row per step, no padding). swerl packs each step into one row too
-(`--micro-batch-tokens` above a step's tokens). Both time each optimizer step inside the trainer (model load, data
-preparation and export excluded) and each runs in a fresh subprocess whose peak RSS is recorded. Achieved FLOP/s
-(benchmarks/flops.py: useful model FLOPs only) is printed as a share of this machine's measured fp32 matmul peak.
+The model is the real one, SmolLM2-135M-Instruct in fp32 (`SWERL_BENCH_TRAIN_MODEL=tiny`: the tiny tokenizer with a
+hidden-256 x 4-layer Qwen2 body; benchmarks/models.py). Data: STEPS x 8 multi-turn trajectories of 1-12 turns
+(lengths vary) tokenized by the model's tokenizer, the same set for both, 8 sequences per optimizer step; TRL renders
+the same messages with the model's chat template (for SmolLM2 a copy marked with {% generation %} that renders the
+same bytes, which `assistant_only_loss` needs). TRL runs the way a competent user runs it on a CPU without native
+bf16: fp32 (`bf16=False`), no gradient checkpointing, `padding_free=True` (one packed row per step, no padding).
+swerl packs each step into one row too (`--micro-batch-tokens` above a step's tokens). Both time each optimizer step
+inside the trainer (model load, data preparation and export excluded) and each runs in a fresh subprocess whose
+peak RSS is recorded. Achieved FLOP/s (benchmarks/flops.py: useful model FLOPs only) is printed as a share of this
+machine's measured fp32 matmul peak.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = int(os.environ.get("SWERL_BENCH_RFT_STEPS", "4"))
+STEPS_ENV = os.environ.get("SWERL_BENCH_RFT_STEPS")  # default: 2 steps on the real model, 4 on the tiny one
 BATCH = 8
 THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))
 
@@ -32,7 +35,7 @@ model_dir, data, out, steps, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(
 rows = [json.loads(l) for l in open(data)]
 ds = Dataset.from_list([{"messages": r["messages"]} for r in rows])
 tok = AutoTokenizer.from_pretrained(model_dir)
-model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa")
+model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa", dtype="float32")
 cfg = SFTConfig(output_dir=out, assistant_only_loss=True, per_device_train_batch_size=batch, max_steps=steps,
                 learning_rate=5e-4, use_cpu=True, report_to=[], save_strategy="no", logging_steps=1000,
                 max_length=None, dataloader_num_workers=0, seed=0, disable_tqdm=True,
@@ -59,25 +62,21 @@ RSS_WRAPPER = (
 )
 
 
-def _build(work: Path) -> tuple[Path, Path, list[int]]:
-    """The bench model (tiny tokenizer, hidden 256 x 4 layers), STEPS x BATCH trajectories and their lengths."""
+def _build(work: Path, model_dir: Path, steps: int) -> tuple[Path, list[int]]:
+    """`steps` x BATCH trajectories tokenized by the model's tokenizer, and their lengths."""
     from transformers import AutoTokenizer
-
-    from swerl_cli.training.tiny import build_tiny_model
 
     sys.path.insert(0, str(ROOT))
     from tests.training.fixtures import make_trajectory, write_jsonl
 
-    # A compute-bound size (hidden 256, 4 layers) built through the same code as the tiny test model.
-    model_dir = build_tiny_model(work / "model", hidden_size=256, num_layers=4, intermediate_size=1024)
     tok = AutoTokenizer.from_pretrained(model_dir)
-    recs = [make_trajectory(tok, i, n_turns=1 + (i * 7) % 12) for i in range(STEPS * BATCH)]
+    recs = [make_trajectory(tok, i, n_turns=1 + (i * 7) % 12) for i in range(steps * BATCH)]
     lengths = []
     for r in recs:
         turns = r["turns"]
         n = len(turns[0]["prompt_token_ids"]) + sum(len(t["token_ids"]) for t in turns)
         lengths.append(n + sum(len(t["delta_token_ids"] or []) for t in turns[1:]))
-    return model_dir, write_jsonl(work / "traj.jsonl", recs), lengths
+    return write_jsonl(work / "traj.jsonl", recs), lengths
 
 
 def _run(cmd: list[str]) -> tuple[str, int]:
@@ -92,15 +91,19 @@ def _run(cmd: list[str]) -> tuple[str, int]:
 def main() -> None:
     """Print tokens/s, FLOP/s share of the matmul peak and peak RSS of both trainers, and the swerl/TRL ratio."""
     from benchmarks.flops import ROUNDS, machine_line, matmul_peak, model_flops
+    from benchmarks.models import marked_template_copy, train_model
 
     print(machine_line(THREADS))
 
     with tempfile.TemporaryDirectory(prefix="bench-rft-") as tmp:
         work = Path(tmp)
-        model_dir, data, lengths = _build(work)
+        model = train_model(work)
+        model_dir, steps = model.path, int(STEPS_ENV or (2 if model.real else 4))
+        trl_dir = marked_template_copy(model, work)
+        data, lengths = _build(work, model_dir, steps)
         peak = matmul_peak(THREADS)
         flops = model_flops(model_dir, lengths)
-        swerl_args = ["--batch-size", str(BATCH), "--max-steps", str(STEPS), "--lr", "5e-4", "--warmup-steps", "0"]
+        swerl_args = ["--batch-size", str(BATCH), "--max-steps", str(steps), "--lr", "5e-4", "--warmup-steps", "0"]
         swerl_args += ["--max-seq-len", "16384", "--micro-batch-tokens", "65536", "--no-shuffle"]
         best_swerl: tuple[list[dict], int] | None = None
         best_trl: tuple[dict, int] | None = None
@@ -111,7 +114,7 @@ def main() -> None:
             metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
             if best_swerl is None or sum(m["step_s"] for m in metrics) < sum(m["step_s"] for m in best_swerl[0]):
                 best_swerl = (metrics, rss)
-            trl_args = [str(model_dir), str(data), str(work / f"trl-{r}"), str(STEPS), str(BATCH)]
+            trl_args = [str(trl_dir), str(data), str(work / f"trl-{r}"), str(steps), str(BATCH)]
             trl_out, rss = _run([sys.executable, "-c", TRL_SCRIPT, *trl_args])
             trl_r = json.loads(trl_out)
             if best_trl is None or sum(trl_r["step_s"]) < sum(best_trl[0]["step_s"]):
@@ -124,8 +127,9 @@ def main() -> None:
         swerl_cpu = sum(m["step_cpu_s"] for m in metrics)
     if swerl_tokens != trl["tokens"]:  # TRL renders messages with the template, swerl reads the recorded ids
         print(f"note: token counts differ (swerl {swerl_tokens}, TRL {trl['tokens']}); each side's own count is used")
+    print(f"model: {model.label}")
     print(
-        f"RFT, {STEPS} steps x {BATCH} sequences, {sum(lengths)} tokens, CPU fp32, {THREADS} threads; "
+        f"RFT, {steps} steps x {BATCH} sequences, {sum(lengths)} tokens, CPU fp32, {THREADS} threads; "
         f"fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; model FLOPs {flops / 1e12:.3f} T"
     )
     print("swerl: packed rows, per-document attention (packed_sdpa), fused logprob head on trainable tokens, ZeRO-2")

@@ -15,7 +15,7 @@ import pytest
 from swerl_cli.policy.engine_size import kv_cache_gib
 from swerl_cli.policy.gap import first_turn_gaps, load_trainer
 from swerl_cli.policy.tokens import rebuild_sequence
-from tests.conftest import EXAMPLES, run_swerl
+from tests.conftest import EXAMPLES, ROOT, run_swerl
 from tests.realmodel.conftest import MAX_NEW, MAX_TURNS, PROMPTS, RUN, clean_env
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -110,17 +110,12 @@ def test_hf_policy_on_the_real_model(real_model, trainer, tmp_path):
 
 def test_rft_and_dapo_steps_on_real_trajectories_then_reload(vllm_pipe, real_server, real_model, tmp_path):
     """One RFT step and one DAPO step on the pipeline's trajectories; the DAPO checkpoint is loaded into the
-    running server in place and the reload probe passes.
+    running server in place and the reload probe passes. The three run in one process (tests/realmodel/
+    one_process.py: the CLI's own entries, torch and DeepSpeed imported once).
 
     The real model resolves nothing here, so the group's rewards differ only through the step penalty: a third
     sample of the same group, collected through the server (same weights and version) with one turn, has no
     penalty under L_thr = 1, T_max = 2 while the pipeline's two-turn samples get -1."""
-    rft = tmp_path / "rft"
-    res = run_swerl("rft", str(vllm_pipe.graded), "--model", str(real_model), "--output", str(rft),
-                    "--batch-size", "2", "--lr", "1e-6", "--max-steps", "1", "--train-format-errors")  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    assert (rft / "config.json").is_file()
-
     third = tmp_path / "third.jsonl"
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text((EXAMPLES / "tasks.jsonl").read_text().splitlines(keepends=True)[0])
@@ -135,21 +130,41 @@ def test_rft_and_dapo_steps_on_real_trajectories_then_reload(vllm_pipe, real_ser
     assert collect.returncode == 0, collect.stderr.decode()[-2000:]
     group = tmp_path / "group.jsonl"
     group.write_text(vllm_pipe.graded.read_text() + third.read_text())
-    dapo = tmp_path / "dapo"
-    res = run_swerl("dapo", str(group), "--model", str(real_model), "--output", str(dapo), "--group-size", "3",
-                    "--l-thr", "1", "--t-max", str(MAX_TURNS), "--batch-size", "3", "--lr", "1e-6")  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    summary = json.loads(res.stdout.decode().splitlines()[-1])
+    rft, dapo = tmp_path / "rft", tmp_path / "dapo"
+    commands = [
+        ["rft", str(vllm_pipe.graded), "--model", str(real_model), "--output", str(rft), "--batch-size", "2",
+         "--lr", "1e-6", "--max-steps", "1", "--train-format-errors"],
+        ["dapo", str(group), "--model", str(real_model), "--output", str(dapo), "--group-size", "3", "--l-thr", "1",
+         "--t-max", str(MAX_TURNS), "--batch-size", "3", "--lr", "1e-6"],
+        ["refresh", "reload", real_server.url, str(dapo)],
+    ]  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "tests.realmodel.one_process", json.dumps(commands)],
+        capture_output=True, text=True, env=clean_env(), cwd=ROOT, timeout=900,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    outputs = outputs_of(res.stdout)
+    assert len(outputs) == 3, res.stdout[-2000:]
+    assert json.loads(outputs[0][-1])["kind"] == "rft"
+    assert (rft / "config.json").is_file()
+
+    summary = json.loads(outputs[1][-1])
     assert summary["counts"]["samples_kept"] == 3
     diff = summary["logprob_diff"]
     assert diff is not None, summary  # the sampler-trainer gap, reported by the update
     assert diff < GAP_TOL, summary
 
-    reload = subprocess.run(
-        [sys.executable, "-m", "swerl_cli.policy.refresh", "reload", real_server.url, str(dapo)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert reload.returncode == 0, reload.stderr[-2000:]
-    report = json.loads(reload.stdout)
+    report = json.loads(outputs[2][-1])
     assert report["probe_ok"]
     assert report["gap_after"] < 1e-4
+
+
+def outputs_of(stdout: str) -> list[list[str]]:
+    """one_process.py's stdout split per command (each list ends before its `== exit 0` line)."""
+    outputs: list[list[str]] = [[]]
+    for line in stdout.splitlines():
+        if line.startswith("== exit "):
+            outputs.append([])
+        elif line.strip():
+            outputs[-1].append(line)
+    return outputs[:-1]
