@@ -1,8 +1,9 @@
 """`swerl rft` training tokens/s vs TRL `SFTTrainer(assistant_only_loss=True)` configured fairly, same model/data/steps.
 
 The model is the real one, SmolLM2-135M-Instruct in fp32 (`SWERL_BENCH_TRAIN_MODEL=tiny`: the tiny tokenizer with a
-hidden-256 x 4-layer Qwen2 body; benchmarks/models.py). Data: STEPS x 8 multi-turn trajectories of 1-12 turns
-(lengths vary) tokenized by the model's tokenizer, the same set for both, 8 sequences per optimizer step; TRL renders
+hidden-256 x 4-layer Qwen2 body; benchmarks/models.py). Data: STEPS x BATCH multi-turn trajectories of 1-12 turns
+(lengths vary) tokenized by the model's tokenizer, the same set for both, BATCH sequences per optimizer step (real
+model: 2 x 4, which keeps a step's packed row and its activations within a few GB; tiny: 4 x 8); TRL renders
 the same messages with the model's chat template (for SmolLM2 a copy marked with {% generation %} that renders the
 same bytes, which `assistant_only_loss` needs). TRL runs the way a competent user runs it on a CPU without native
 bf16: fp32 (`bf16=False`), no gradient checkpointing, `padding_free=True` (one packed row per step, no padding).
@@ -23,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_ENV = os.environ.get("SWERL_BENCH_RFT_STEPS")  # default: 2 steps on the real model, 4 on the tiny one
-BATCH = 8
+BATCH_ENV = os.environ.get("SWERL_BENCH_RFT_BATCH")  # default: 4 sequences per step on the real model, 8 on the tiny
 THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))
 
 TRL_SCRIPT = r"""
@@ -62,15 +63,15 @@ RSS_WRAPPER = (
 )
 
 
-def _build(work: Path, model_dir: Path, steps: int) -> tuple[Path, list[int]]:
-    """`steps` x BATCH trajectories tokenized by the model's tokenizer, and their lengths."""
+def _build(work: Path, model_dir: Path, steps: int, batch: int) -> tuple[Path, list[int]]:
+    """`steps` x `batch` trajectories tokenized by the model's tokenizer, and their lengths."""
     from transformers import AutoTokenizer
 
     sys.path.insert(0, str(ROOT))
     from tests.training.fixtures import make_trajectory, write_jsonl
 
     tok = AutoTokenizer.from_pretrained(model_dir)
-    recs = [make_trajectory(tok, i, n_turns=1 + (i * 7) % 12) for i in range(steps * BATCH)]
+    recs = [make_trajectory(tok, i, n_turns=1 + (i * 7) % 12) for i in range(steps * batch)]
     lengths = []
     for r in recs:
         turns = r["turns"]
@@ -99,11 +100,12 @@ def main() -> None:
         work = Path(tmp)
         model = train_model(work)
         model_dir, steps = model.path, int(STEPS_ENV or (2 if model.real else 4))
+        batch = int(BATCH_ENV or (4 if model.real else 8))
         trl_dir = marked_template_copy(model, work)
-        data, lengths = _build(work, model_dir, steps)
+        data, lengths = _build(work, model_dir, steps, batch)
         peak = matmul_peak(THREADS)
         flops = model_flops(model_dir, lengths)
-        swerl_args = ["--batch-size", str(BATCH), "--max-steps", str(steps), "--lr", "5e-4", "--warmup-steps", "0"]
+        swerl_args = ["--batch-size", str(batch), "--max-steps", str(steps), "--lr", "5e-4", "--warmup-steps", "0"]
         swerl_args += ["--max-seq-len", "16384", "--micro-batch-tokens", "65536", "--no-shuffle"]
         best_swerl: tuple[list[dict], int] | None = None
         best_trl: tuple[dict, int] | None = None
@@ -114,7 +116,7 @@ def main() -> None:
             metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
             if best_swerl is None or sum(m["step_s"] for m in metrics) < sum(m["step_s"] for m in best_swerl[0]):
                 best_swerl = (metrics, rss)
-            trl_args = [str(trl_dir), str(data), str(work / f"trl-{r}"), str(steps), str(BATCH)]
+            trl_args = [str(trl_dir), str(data), str(work / f"trl-{r}"), str(steps), str(batch)]
             trl_out, rss = _run([sys.executable, "-c", TRL_SCRIPT, *trl_args])
             trl_r = json.loads(trl_out)
             if best_trl is None or sum(trl_r["step_s"]) < sum(best_trl[0]["step_s"]):
@@ -129,7 +131,7 @@ def main() -> None:
         print(f"note: token counts differ (swerl {swerl_tokens}, TRL {trl['tokens']}); each side's own count is used")
     print(f"model: {model.label}")
     print(
-        f"RFT, {steps} steps x {BATCH} sequences, {sum(lengths)} tokens, CPU fp32, {THREADS} threads; "
+        f"RFT, {steps} steps x {batch} sequences, {sum(lengths)} tokens, CPU fp32, {THREADS} threads; "
         f"fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; model FLOPs {flops / 1e12:.3f} T"
     )
     print("swerl: packed rows, per-document attention (packed_sdpa), fused logprob head on trainable tokens, ZeRO-2")
