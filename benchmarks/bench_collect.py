@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.collect import CollectConfig, collect_records
-from swerl_cli.streams.jsonl import read_records
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.streams.jsonl import read_records
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "tasks.jsonl"
 SRC = "$(git ls-files '*.py' | grep -v test | head -1)"

@@ -93,8 +93,8 @@ class WarmPolicy:
 def run_swerl() -> tuple[list[dict[str, Any]], float, WarmPolicy, Any]:
     """The agent loop on EPISODES example episodes; its records, the warm wall time, the policy and the config."""
     from swerl_cli.collect import CollectConfig
+    from swerl_cli.collect.policy import build_policy
     from swerl_cli.collect.scheduler import collect_records
-    from swerl_cli.policy import build_policy
     from swerl_cli.streams.jsonl import read_records
 
     tasks = list(read_records(str(TASKS)))

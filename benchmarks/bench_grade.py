@@ -18,9 +18,9 @@ import orjson
 
 from swerl_cli.grading.grade import GradeConfig, grade_patch
 from swerl_cli.grading.jobs import grade_records
-from swerl_cli.streams.records import Located, Task
 from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.build import build_image
+from swerl_cli.streams.records import Located, Task
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -11,10 +11,10 @@ import statistics
 import subprocess
 import time
 
-from swerl_cli.streams.records import Task
 from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.docker import docker_client
 from swerl_cli.sandbox.gitops import hygiene_command
+from swerl_cli.streams.records import Task
 
 CMD = "echo hello"
 TASK = Task(
