@@ -54,7 +54,7 @@ def _convert(
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
 ) -> None:
-    from swerl_cli.convert import OUTPUTS, convert_paths, predictions, unique_records
+    from swerl_cli.convert import OUTPUTS, convert_paths, unique_records, write_target
     from swerl_cli.core.errors import EXIT_ROWS_FAILED, InputError, UsageError
     from swerl_cli.grading.jobs import load_tasks
     from swerl_cli.streams.jsonl import read_many, read_records
@@ -93,14 +93,7 @@ def _convert(
 
         records = converted()
     with open_output(output, "replace", inputs=[*(inputs or []), *([tasks] if tasks else [])]) as out:
-        if target == "swerl":
-            out.write_all(loc.obj for loc in records)
-        elif target == "swebench-preds":
-            out.write_all(predictions(records, model_name))
-        else:
-            out.write({p["instance_id"]: p for p in predictions(records, model_name)})
-    what = "trajectories" if target == "swerl" else "predictions"
-    n = out.count if target != "preds-json" else "1 file of"
-    err_console.print(f"swerl convert: {n} {what} written, {bad} skipped")
+        written = write_target(out, records, target, model_name)
+    err_console.print(f"swerl convert: {written} written, {bad} skipped")
     if bad:
         raise typer.Exit(EXIT_ROWS_FAILED)  # the rest was written; the code says some rows were refused

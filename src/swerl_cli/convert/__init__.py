@@ -13,5 +13,6 @@ from swerl_cli.convert.files import convert_paths as convert_paths
 from swerl_cli.convert.predictions import OUTPUTS as OUTPUTS
 from swerl_cli.convert.predictions import predictions as predictions
 from swerl_cli.convert.predictions import unique_records as unique_records
+from swerl_cli.convert.predictions import write_target as write_target
 from swerl_cli.convert.registry import FORMATS as FORMATS
 from swerl_cli.convert.registry import register_converter as register_converter

@@ -48,7 +48,8 @@ class Converter:
         return False
 
     def convert(self, obj: Any, path: str, line: int | None) -> dict[str, Any]:
-        """One source object -> one record (without id, run and sample); InputError when it cannot be used."""
+        """One source object -> its trajectory's fields (`convert/common.py:trajectory_fields`; `convert_paths`
+        adds run, sample and task); InputError when it cannot be used."""
         raise NotImplementedError
 
     def document_rows(self, obj: Any, path: str) -> list[tuple[int | None, Any]] | None:

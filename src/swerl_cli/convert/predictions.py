@@ -49,3 +49,16 @@ def predictions(records: Iterable[Located], model_name: str | None) -> Iterator[
             )
         seen[iid] = f"{loc.source}:{loc.line}"
         yield pred
+
+
+def write_target(out: Any, records: Iterable[Located], target: str, model_name: str | None) -> str:
+    """Write `records` to the Output `out` as `--to` says: `swerl` the records themselves, `swebench-preds` one
+    prediction per line, `preds-json` one `{instance_id: prediction}` object; returns what was written, in words."""
+    if target == "swerl":
+        out.write_all(loc.obj for loc in records)
+        return f"{out.count} trajectories"
+    if target == "swebench-preds":
+        out.write_all(predictions(records, model_name))
+        return f"{out.count} predictions"
+    out.write({p["instance_id"]: p for p in predictions(records, model_name)})
+    return "1 file of predictions"
