@@ -16,7 +16,9 @@ from swerl_cli.cli._flags import Flags, config_options
 from swerl_cli.collect import CollectConfig
 from swerl_cli.core.config import flag, flag_fields, resolve_config
 from swerl_cli.executor import JobSettings
+from swerl_cli.filtering.spec import FilterSpec
 from swerl_cli.grading.grade import GradeConfig
+from swerl_cli.sandbox.images import PullConfig
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.follow import FollowOptions
 from swerl_cli.training.rft_config import RftConfig
@@ -66,6 +68,8 @@ def _command(path: list[str]):
         (["tasks", "validate"], GradeConfig),
         (["rft"], RftConfig),
         (["dapo"], DapoConfig),
+        (["filter"], FilterSpec),
+        (["tasks", "pull"], PullConfig),
     ],
 )
 def test_a_config_flag_is_declared_once_on_its_field(path, cfg):

@@ -62,6 +62,8 @@ def _option(spec: Flag) -> Any:
 
 
 def _annotated(spec: Flag, annotation: Any, optional: bool) -> Any:
+    if spec.parse is not None:  # one string, parsed into the field's value
+        return Annotated[str | None, _option(spec)]
     base = _option_type(annotation) if optional else annotation
     if not optional and _is_tuple(annotation):
         base = list[typing.get_args(_required(annotation))[0]]  # type: ignore[misc]
@@ -84,7 +86,8 @@ def config_options(
     chosen = [
         (f, spec) for f, spec in flag_fields(cls) if (include is None or f.name in include) and f.name not in exclude
     ]
-    tuples = {f.name for f, _ in chosen if _is_tuple(hints[f.name])}
+    tuples = {f.name for f, spec in chosen if _is_tuple(hints[f.name]) and spec.parse is None}
+    parsers = {f.name: spec.parse for f, spec in chosen if spec.parse is not None}
     generated = [
         inspect.Parameter(
             f.name,
@@ -107,6 +110,8 @@ def config_options(
             flags = {f.name: kwargs.pop(f.name) for f, _ in chosen}
             for name in tuples:  # a repeatable option comes as a list; the field is a tuple
                 flags[name] = tuple(flags[name]) if flags[name] else (None if not defaults else ())
+            for name, parse in parsers.items():
+                flags[name] = None if flags[name] is None else parse(flags[name])
             return fn(**kwargs, **{marker: flags})
 
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ import math
 import re
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -204,17 +205,26 @@ FLAG = "swerl.flag"
 @dataclasses.dataclass(frozen=True, slots=True)
 class Flag:
     """How a config field appears on the command line: its help, and where needed a metavar and explicit names
-    (`("--model", "-m")`, `("--mask-format-errors/--train-format-errors",)`); by default `--field-name`."""
+    (`("--model", "-m")`, `("--mask-format-errors/--train-format-errors",)`); by default `--field-name`. With
+    `parse`, the flag takes one string that `parse` turns into the field's value (`--solve-rate 0.2:0.8`)."""
 
     help: str
     metavar: str | None = None
     names: tuple[str, ...] = ()
+    parse: Callable[[str], Any] | None = None
 
 
-def flag(default: Any, help: str | Flag, *, metavar: str | None = None, names: tuple[str, ...] = ()) -> Any:
+def flag(
+    default: Any,
+    help: str | Flag,
+    *,
+    metavar: str | None = None,
+    names: tuple[str, ...] = (),
+    parse: Callable[[str], Any] | None = None,
+) -> Any:
     """A dataclass field that is also a flag of the commands built on its config, its help declared here only (or
     in a `Flag` two configs share: `registry: str | None = flag(None, REGISTRY_FLAG)`)."""
-    spec = help if isinstance(help, Flag) else Flag(help, metavar, names)
+    spec = help if isinstance(help, Flag) else Flag(help, metavar, names, parse)
     return dataclasses.field(default=default, metadata={FLAG: spec})
 
 

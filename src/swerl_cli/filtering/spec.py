@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.filtering.expr import compile_expr, path_getter
 from swerl_cli.streams.records import EXIT_STATUSES, GRADE_STATUSES, type_check, wrong_type
@@ -19,23 +20,55 @@ class FieldError(Exception):
         self.field, self.message = field, message
 
 
+def parse_solve_rate(text: str) -> tuple[float, float]:
+    """`parse_solve_rate("0.2:0.8") == (0.2, 0.8)`; bounds are inclusive fractions."""
+    lo, sep, hi = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return float(lo), float(hi)
+    except ValueError:
+        raise ConfigError(f"--solve-rate: expected LO:HI fractions such as 0.2:0.8, got {text!r}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class FilterSpec:
     """Every `swerl filter` rule; empty/None means the rule is off."""
 
-    status: tuple[str, ...] = ()
-    resolved: bool | None = None
-    exit_status: tuple[str, ...] = ()
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    min_reward: float | None = None
-    where: str | None = None
-    group_mixed: bool = False
-    reward_field: str = "grade.reward"
-    solve_rate: tuple[float, float] | None = None
-    dedupe: bool = False
-    per_task: int | None = None
-    grouped: bool = False
+    # Each field is a flag of `swerl filter`, in this order in its --help.
+    status: tuple[str, ...] = flag((), "Keep grade.status equal to this (repeatable).", metavar="STATUS")
+    resolved: bool | None = flag(None, "Keep grade.resolved true / false.", names=("--resolved/--unresolved",))
+    exit_status: tuple[str, ...] = flag((), "Keep this exit_status (repeatable).", metavar="EXIT")
+    max_turns: int | None = flag(None, "Keep stats.turns <= N.", metavar="N")
+    max_tokens: int | None = flag(None, "Keep stats.tokens_total <= N.", metavar="N")
+    min_reward: float | None = flag(
+        None, "Keep grade.reward >= X (a null reward, i.e. an infra error, never passes).", metavar="X"
+    )
+    where: str | None = flag(
+        None,
+        'Expression over dotted fields: == != < <= > >= in, and/or/not, parentheses, literals 1 2.5 "s" true false '
+        "null [..]. A missing field is null; ordering mixed types is false. See docs/records.md.",
+        metavar="EXPR",
+    )
+    group_mixed: bool = flag(
+        False,
+        "Keep only groups whose non-null rewards are not all equal (DAPO dynamic sampling).",
+        names=("--group-mixed",),
+    )
+    reward_field: str = flag("grade.reward", "Dotted field --group-mixed compares.", metavar="FIELD")
+    solve_rate: tuple[float, float] | None = flag(
+        None,
+        "Keep groups whose solve rate (resolved / samples, infra errors excluded) is in [LO, HI].",
+        metavar="LO:HI",
+        parse=parse_solve_rate,
+    )
+    dedupe: bool = flag(False, "Drop records whose patch repeats an earlier one in its group.", names=("--dedupe",))
+    per_task: int | None = flag(None, "Keep at most N records per group (the first N).", metavar="N")
+    grouped: bool = flag(
+        False,
+        "Input is grouped by (run, instance_id): stream group rules; a reappearing group is an error.",
+        names=("--grouped",),
+    )
 
     def __post_init__(self) -> None:
         for s in self.status:
@@ -66,17 +99,6 @@ class FilterSpec:
     def has_group_rules(self) -> bool:
         """Any rule that depends on other records of the same (run, instance_id) group."""
         return self.needs_group_stats or self.dedupe or self.per_task is not None
-
-
-def parse_solve_rate(text: str) -> tuple[float, float]:
-    """`parse_solve_rate("0.2:0.8") == (0.2, 0.8)`; bounds are inclusive fractions."""
-    lo, sep, hi = text.partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        return float(lo), float(hi)
-    except ValueError:
-        raise ConfigError(f"--solve-rate: expected LO:HI fractions such as 0.2:0.8, got {text!r}") from None
 
 
 # ---------------------------------------------------------------- record-wise rules
