@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import run_swerl
 from tests.grading import hacks
-from tests.mining.fixture_repo import build_repo, remove_mined_images
 from tests.records import trajectory
+from tests.tasks.mining.fixture_repo import build_repo, remove_mined_images
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HACKS = hacks.load()
@@ -40,7 +40,7 @@ def test_corpus_has_15_attacks_or_more_across_every_family() -> None:
 
 @pytest.fixture(scope="module")
 def mined_task(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The clamp fix mined from tests/mining/fixture_repo.py by `swerl tasks mine` (its image removed after)."""
+    """The clamp fix mined from tests.tasks.mining.fixture_repo.py by `swerl tasks mine` (its image removed after)."""
     root = tmp_path_factory.mktemp("mine")
     commits = build_repo(root / "calc")
     name = f"calc-hacks-{secrets.token_hex(3)}"

@@ -13,7 +13,7 @@ import pytest
 
 from swerl_cli.tasks.mining import MineConfig, inspect_commit, is_code_file, is_test_file, list_commits, outcome_lists
 from tests.conftest import run_swerl
-from tests.mining.fixture_repo import build_repo, remove_mined_images
+from tests.tasks.mining.fixture_repo import build_repo, remove_mined_images
 
 
 @pytest.fixture(scope="module")
