@@ -6,7 +6,7 @@
 #       grade`, pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its collected ones in
 #       $RUNS/collected/async-r.jsonl)
 #   trainer (foreground):   `swerl dapo --follow $RUNS/stream --output $RUNS --push URL` (the directory: every pass
-#       file): one update per GROUPS complete groups sampled at most K optimizer steps ago; each new checkpoint is
+#       file): one update per POOL_GROUPS complete groups sampled at most K optimizer steps ago; each new checkpoint is
 #       reloaded into the same server in place (drained: requests in flight finish on the old weights; probe-checked)
 #
 # Restartable after kill -9 of the collector, its collect or grade, or the trainer: the trainer resumes from
@@ -18,7 +18,7 @@ set -euo pipefail
 export SWERL=${SWERL:-.venv/bin/swerl}
 
 field() { grep -o "\"$1\": [0-9]*" "$RUNS/follow_state.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
-used() { echo $(($(field updates) + $(field dropped_stale) / GROUPS)); } # passes the trainer has used up
+used() { echo $(($(field updates) + $(field dropped_stale) / POOL_GROUPS)); } # passes the trainer has used up
 
 one_pass() { # pass $1: fresh (collect | grade, pipelined) or resumed after a kill (the missing samples, then grade)
   local c=$RUNS/collected/async-$1.jsonl g=$RUNS/stream/async-$1.jsonl
@@ -53,7 +53,7 @@ url=$URL
 mkdir -p "$RUNS"
 stream=$RUNS/stream
 mkdir -p "$stream" "$RUNS/collected"
-GROUPS=${GROUPS_PER_UPDATE:-$(grep -c . "$POOL")}
+POOL_GROUPS=${GROUPS_PER_UPDATE:-$(grep -c . "$POOL")}
 passes=$((ITERS + STALENESS + 1))
 start_ckpt=$MODEL
 if [ -s "$RUNS/follow_state.json" ]; then
@@ -61,12 +61,12 @@ if [ -s "$RUNS/follow_state.json" ]; then
 fi
 bash scripts/rl-vllm.sh ensure "$start_ckpt" "$VLLM_PORT" "$VLLM_STATE"
 
-export RUNS MODEL POOL G GROUPS SEED MAX_TURNS CONTEXT MAX_NEW_TOKENS CONCURRENCY COLLECT_ARGS GRADE_ARGS STALENESS
+export RUNS MODEL POOL G POOL_GROUPS SEED MAX_TURNS CONTEXT MAX_NEW_TOKENS CONCURRENCY COLLECT_ARGS GRADE_ARGS STALENESS
 setsid bash "$0" collector 0 $((passes - 1)) &
 cpid=$!
 trap 'kill -TERM -- -$cpid 2>/dev/null || true' EXIT
 # shellcheck disable=SC2086  # DAPO_ARGS is a word list
 $SWERL dapo --follow "$stream" --model "$MODEL" --output "$RUNS" --push "$url" --max-staleness "$STALENESS" \
-  --groups-per-update "$GROUPS" --max-updates "$ITERS" --group-size "$G" --t-max "$T_MAX" --l-thr "$L_THR" \
+  --groups-per-update "$POOL_GROUPS" --max-updates "$ITERS" --group-size "$G" --t-max "$T_MAX" --l-thr "$L_THR" \
   --eps-high "$EPS_HIGH" --batch-size "$BATCH" --lr "$LR" --max-seq-len "$CONTEXT" --seed "$SEED" \
   --loss "${LOSS:-tis}" --idle-timeout "${IDLE_TIMEOUT:-3600}" ${DAPO_ARGS:-} >>"$RUNS/follow.jsonl"

@@ -73,8 +73,8 @@ def test_kill_9_of_collector_or_grader_loses_no_graded_record_and_trains_none_tw
     with StandInServer(str(tiny_model), t_max=5, latency_s=0.3) as server:
         url = server.base_url.removesuffix("/v1")
         env = os.environ | {
-            "RUNS": str(runs), "URL": url, "POOL": str(pool), "G": str(G), "GROUPS": "1", "SEED": "0",
-            "MAX_TURNS": "5", "CONTEXT": "4096", "MAX_NEW_TOKENS": "48", "CONCURRENCY": str(G), "STALENESS": "100",
+            "RUNS": str(runs), "URL": url, "POOL": str(pool), "G": str(G), "POOL_GROUPS": "1", "SEED": "0",
+            "MAX_TURNS": "5", "CONTEXT": "4096", "MAX_NEW_TOKENS": "48", "CONCURRENCY": str(G), "STALENESS": "1",
             "SWERL": SWERL,
         }  # fmt: skip
         (runs / "stream").mkdir(parents=True)
@@ -118,3 +118,17 @@ def test_kill_9_of_collector_or_grader_loses_no_graded_record_and_trains_none_tw
     assert sorted(state["consumed"]) == sorted(stream)
     assert [json.loads(x)["follow"]["update"] for x in out.decode().splitlines()] == list(range(PASSES))
     print(f"kills: {kills}")
+
+
+def test_the_collector_counts_the_passes_the_trainer_used(tmp_path):
+    """The throttle's count (rl-async.sh `used`): updates plus whole passes of dropped groups, from the state file."""
+    (tmp_path / "follow_state.json").write_text(json.dumps({"updates": 3, "dropped_stale": 5, "consumed": []}))
+    funcs = "\n".join(
+        x for x in (ROOT / "scripts" / "rl-async.sh").read_text().splitlines() if x.startswith(("field()", "used()"))
+    )
+    env = os.environ | {"RUNS": str(tmp_path), "POOL_GROUPS": "2"}
+    got = subprocess.run(["bash", "-euo", "pipefail", "-c", f"{funcs}\nused"], env=env, capture_output=True, text=True)
+    assert (got.returncode, got.stdout.strip(), got.stderr) == (0, "5", "")
+    (tmp_path / "follow_state.json").unlink()  # before the first commit: nothing used
+    got = subprocess.run(["bash", "-euo", "pipefail", "-c", f"{funcs}\nused"], env=env, capture_output=True, text=True)
+    assert got.stdout.strip() == "0"
