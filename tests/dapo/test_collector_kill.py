@@ -62,6 +62,17 @@ def _kill(proc: subprocess.Popen, target: str, runs: Path) -> str:
     return f"{target}{'' if hit or target == 'collector' else ' (not running)'}"
 
 
+def _wait_for_writing_grade(proc: subprocess.Popen, runs: Path, timeout: float = 120.0) -> None:
+    """Until a grade of the collector runs and its unfinished pass file already holds a record."""
+    end = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < end:
+        grading = any("swerl_cli grade " in cmd for cmd in _group_pids(proc.pid).values())
+        files = [f for f in (runs / "stream").glob("*.jsonl") if not (runs / "collected" / f"{f.stem}.done").exists()]
+        if grading and any(f.stat().st_size for f in files):
+            return
+        time.sleep(0.05)
+
+
 def test_kill_9_of_collector_or_grader_loses_no_graded_record_and_trains_none_twice(tiny_model, tmp_path):
     from tests.agent.standin_server import StandInServer
 
@@ -86,13 +97,18 @@ def test_kill_9_of_collector_or_grader_loses_no_graded_record_and_trains_none_tw
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=os.environ.copy(),
         )  # fmt: skip
         try:
-            for target in rng.sample(["collector", "collect", "grade"], 3) + [rng.choice(["collect", "grade"])]:
+            # the first kill hits a grade that has written records (the torn-line path), then the others in any order
+            for i, target in enumerate(
+                ["grade", *rng.sample(["collector", "collect"], 2), rng.choice(["collect", "grade"])]
+            ):
                 proc = _collector(env)
-                at = rng.uniform(1.0, 12.0)
+                t0 = time.monotonic()
+                if i == 0:
+                    _wait_for_writing_grade(proc, runs)
                 try:
-                    proc.wait(timeout=at)
+                    proc.wait(timeout=rng.uniform(0.0, 0.3) if i == 0 else rng.uniform(1.0, 12.0))
                 except subprocess.TimeoutExpired:
-                    kills.append(f"{_kill(proc, target, runs)} at {at:.1f}s")
+                    kills.append(f"{_kill(proc, target, runs)} at {time.monotonic() - t0:.1f}s")
             proc = _collector(env)
             assert proc.wait(timeout=600) == 0, f"collector failed after kills {kills}"
             out, _ = trainer.communicate(timeout=600)
