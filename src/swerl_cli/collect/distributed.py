@@ -54,7 +54,7 @@ def run_jobs_on(
     """
     from swerl_cli.agent.loop import EpisodeResult, initial_messages
     from swerl_cli.agent.prompts import load_prompts
-    from swerl_cli.collect.episode import episode_record, job_sampling
+    from swerl_cli.collect.episode import episode_record, job_sampling, no_episode_stats
     from swerl_cli.grading.jobs import run_cleanup
 
     event = on_event or (lambda kind, payload: None)
@@ -69,10 +69,9 @@ def run_jobs_on(
     for job, outcome in stream_jobs(executor, submitted, cleanup=stale, stale_cleanup=stale, on_submit=started):
         if isinstance(outcome, JobLostError):
             messages = initial_messages(job.loc.obj, load_prompts(cfg.prompt_config), cfg.agent())
-            result = EpisodeResult(messages=messages, exit_status="error", error=f"JobLostError: {outcome}")
+            lost = f"JobLostError: {outcome}"
+            result = EpisodeResult(messages=messages, exit_status="error", error=lost, stats=no_episode_stats())
             record = episode_record(job, cfg, policy, job_sampling(cfg, job.sample), result)
-            record["stats"] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)
-            record["stats"].update(tokens_total=0, wall_s=0.0, sandbox_s=0.0, policy_s=0.0)
             record["node"] = None
         else:
             record = {**outcome.value, "node": outcome.node}

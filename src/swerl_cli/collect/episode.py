@@ -53,6 +53,13 @@ def episode_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampl
     )
 
 
+def no_episode_stats() -> dict[str, Any]:
+    """The `stats` of an episode that never ran (a refused row, a job lost with its node): every count 0."""
+    stats: dict[str, Any] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)
+    stats.update(tokens_total=0, wall_s=0.0, sandbox_s=0.0, policy_s=0.0)
+    return stats
+
+
 def start_job_sandbox(job: Job, cfg: CollectConfig) -> Any:
     """Start the job's sandbox (blocking; run it in a thread)."""
     from swerl_cli.sandbox import start_sandbox
@@ -82,9 +89,7 @@ async def play_job(
 def invalid_row_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampling, err: InputError) -> dict:
     """The error trajectory of a row refused before its episode (no sandbox, no policy request): `error` names
     the row and the field, `invalid_field` the field (docs/reliability.md)."""
-    stats: dict[str, Any] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)
-    stats.update(tokens_total=0, wall_s=0.0, sandbox_s=0.0, policy_s=0.0)
-    result = EpisodeResult(messages=[], error=f"InputError: {err}", stats=stats)
+    result = EpisodeResult(messages=[], error=f"InputError: {err}", stats=no_episode_stats())
     return {**episode_record(job, cfg, policy, sampling, result), "invalid_field": err.field}
 
 
