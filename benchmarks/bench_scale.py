@@ -1,6 +1,6 @@
 """Scale-out on Ray: what the cluster costs the driver per episode, against the local scheduler, in one run.
 
-A two-node Ray cluster is started on this machine (tests/scale/cluster.py: `ray start --head` plus one worker node,
+A two-node Ray cluster is started on this machine (tests/executor/cluster.py: `ray start --head` plus one worker node,
 both on the local Docker engine) and torn down at the end.
 
 1. Ray vs local, the same gold episodes on the example tasks (real containers), the same concurrency: the driver
@@ -101,7 +101,7 @@ def _queued_run(executor: Any, out_path: Path) -> dict[str, float]:
 
 def main() -> None:
     import ray
-    from tests.scale.cluster import Cluster
+    from tests.executor.cluster import Cluster
 
     from swerl_cli.executor.ray import RayExecutor
 

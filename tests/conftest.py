@@ -6,9 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.agent.server import TinyServer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -113,3 +118,22 @@ def containers(label: str, engine: str = "docker") -> list[str]:
     engine whose CLI is `engine` (docker or podman)."""
     out = subprocess.run([engine, "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True)
     return out.stdout.split()
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_model: Path) -> Iterator[TinyServer]:
+    """A running OpenAI-compatible test server over the tiny model (session-wide; the agent, policy and collect
+    tests share it); call `.reset()` in tests that script or break it."""
+    from tests.agent.server import TinyServer
+
+    server = TinyServer(str(tiny_model)).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server(tiny_server: TinyServer) -> Iterator[TinyServer]:
+    """The session server, reset before and after the test."""
+    tiny_server.reset()
+    yield tiny_server
+    tiny_server.reset()

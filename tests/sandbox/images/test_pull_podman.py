@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.conftest import run_swerl
-from tests.images.conftest import Registry
+from tests.sandbox.images.conftest import Registry
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]
 

@@ -10,7 +10,7 @@ import pytest
 
 from swerl_cli.streams.records import Located, Task
 from tests.conftest import run_swerl
-from tests.images.conftest import Registry, start_registry
+from tests.sandbox.images.conftest import Registry, start_registry
 
 pytestmark = pytest.mark.docker
 

@@ -1,4 +1,4 @@
-"""A policy backend defined outside swerl (tests/agent/test_policy_registry.py registers it as `scripted` and
+"""A policy backend defined outside swerl (tests/policy/test_policy_registry.py registers it as `scripted` and
 collects with it): the two files "where to add a policy" touches are this module and one registration."""
 
 from __future__ import annotations

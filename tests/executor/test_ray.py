@@ -1,4 +1,4 @@
-"""collect, grade and tasks validate on a real two-node Ray cluster (tests/scale/cluster.py), each node on the
+"""collect, grade and tasks validate on a real two-node Ray cluster (tests/executor/cluster.py), each node on the
 local Docker engine: both nodes used, a lost node costs no id, Ctrl-C leaves no container, --resume completes."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if IN_CI:
 else:
     pytest.importorskip("ray")
 
-from tests.scale.cluster import Cluster
+from tests.executor.cluster import Cluster
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SWERL = [sys.executable, "-m", "swerl_cli"]

@@ -1,5 +1,5 @@
 """Policies are found by name in one registry and read their own typed options from collect's flags; a backend
-registered from a test module (tests/agent/plugin_policy.py) collects like a built-in one."""
+registered from a test module (tests/policy/plugin_policy.py) collects like a built-in one."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from swerl_cli.policy import BACKENDS, get_policy, register_policy
 from swerl_cli.policy.openai import OpenAIOptions, OpenAIPolicy
 from swerl_cli.policy.replay import ReplayOptions
 from swerl_cli.streams.jsonl import read_records
-from tests.agent.plugin_policy import ScriptedPolicy
 from tests.conftest import EXAMPLES
+from tests.policy.plugin_policy import ScriptedPolicy
 
-register_policy("scripted", "tests.agent.plugin_policy:ScriptedPolicy")  # the "where to add" proof
+register_policy("scripted", "tests.policy.plugin_policy:ScriptedPolicy")  # the "where to add" proof
 
 
 def test_options_read_their_own_flags_by_name_and_keep_defaults_for_none():
@@ -69,7 +69,7 @@ def test_cluster_mode_is_the_backends_own():
 
 @pytest.mark.docker
 def test_a_backend_registered_from_a_test_module_collects(tmp_path):
-    assert BACKENDS["scripted"] == "tests.agent.plugin_policy:ScriptedPolicy"
+    assert BACKENDS["scripted"] == "tests.policy.plugin_policy:ScriptedPolicy"
     cfg = CollectConfig(
         policy="scripted", model="echo scripted-was-here", policy_version="v9", run=f"pt-{uuid.uuid4().hex[:8]}"
     )

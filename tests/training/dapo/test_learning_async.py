@@ -1,6 +1,6 @@
 """Learning test of the asynchronous loop: on the toy task, `swerl dapo --follow` (K = 1, `--loss tis`) fed by a
 collector that never waits for it reaches the same eval pass@1 as the synchronous `make rl`, within 2 standard
-errors, from the same warm start with the same settings (tests/dapo/test_learning.py's, at LR below).
+errors, from the same warm start with the same settings (tests/training/dapo/test_learning.py's, at LR below).
 
 The policy server is tests/agent/standin_server.py sampling freely from the current weights (transformers, fp32),
 reloaded in place after each update through `policy/refresh.py` (drained, probe-checked). Both loops are scored
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, ROOT, run_swerl
-from tests.dapo.test_learning import ITERS, PROMPTS, warm_start
+from tests.training.dapo.test_learning import ITERS, PROMPTS, warm_start
 
 pytestmark = [
     pytest.mark.slow,
