@@ -10,6 +10,12 @@ test_learning's lr 1e-2: in the first full run the sync loop's rollouts rose 0.2
 collapsed the checkpoint (eval 0.021, async 0.292, warm 0.167): one update at that lr swings a single checkpoint
 far more than two standard errors of 48 samples. Half that lr and two pooled checkpoints compare where each loop
 ended rather than one update's luck.
+
+The criterion is one-sided: async reaches sync's pass@1 (is not lower by more than 2 SE). It was two-sided until
+the run of 2026-11-25 (lr 5e-3, pooled, 24 min with the loops side by side): warm 0.167, sync 0.427 +- 0.050
+(checkpoints 0.521, 0.333: its last update hurt again), async 0.594 +- 0.050 (0.542, 0.646): async was better by
+0.167 > 2 SE = 0.142, and the two-sided check failed on that. The change to one-sided was made after seeing that
+run (as in the first run, async ended above sync); it matches the issue's "reaches the same eval pass@1".
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.docker,
     pytest.mark.train,
-    # About 30 min on the shared 2-core machine (two 4-update loops, five evaluations): opt in.
+    # About 24 min on the shared 2-core machine at load 20-80 (two 4-update loops, five evaluations): opt in.
     pytest.mark.skipif(os.environ.get("SWERL_ASYNC_LEARNING") != "1", reason="opt-in: SWERL_ASYNC_LEARNING=1"),
 ]
 
@@ -121,4 +127,5 @@ def test_async_loop_reaches_the_sync_eval_pass1(tiny_model: Path, tmp_path: Path
         (start, _), (sync_p, sync_se), (async_p, async_se) = warm_eval.result(), sync_eval.result(), async_eval.result()
     print(f"eval pass@1: warm {start:.3f}, sync {sync_p:.3f} ± {sync_se:.3f}, async {async_p:.3f} ± {async_se:.3f}")
     assert sync_p >= start + 0.15, (start, sync_p)  # the sync loop learned: the comparison is not between two zeros
-    assert abs(async_p - sync_p) <= 2 * math.sqrt(sync_se**2 + async_se**2), (start, sync_p, async_p)
+    # "reaches": async no worse than sync by more than 2 SE (one-sided; see the module docstring for why)
+    assert async_p >= sync_p - 2 * math.sqrt(sync_se**2 + async_se**2), (start, sync_p, async_p)
