@@ -20,15 +20,10 @@ class Registry(dict[str, str]):
 
     def load(self, name: str, unknown: str) -> Any:
         """The object `name` points at, imported now; ConfigError(`unknown`) when `name` is not registered."""
-        return load_registered(self, name, unknown)
-
-
-def load_registered(registry: dict[str, str], name: str, unknown: str) -> Any:
-    """The object `registry[name]` points at ("module:attr"); ConfigError(`unknown`) when `name` is not there."""
-    if name not in registry:
-        raise ConfigError(unknown)
-    module, _, attr = registry[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+        if name not in self:
+            raise ConfigError(unknown)
+        module, _, attr = self[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
 
 
 def detect(candidates: Iterable[T], obj: Any) -> T | None:

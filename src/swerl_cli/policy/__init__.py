@@ -7,17 +7,20 @@ outside the package): nothing else branches on backend names.
 
 from __future__ import annotations
 
-from swerl_cli.core.plugins import load_registered
+from swerl_cli.core.plugins import Registry
 from swerl_cli.policy.base import PolicyBackend, PolicyOptions
 
-BACKENDS: dict[str, str] = {
-    "openai": "swerl_cli.policy.openai:OpenAIPolicy",
-    "hf": "swerl_cli.policy.hf:HFPolicy",
-    "vllm": "swerl_cli.policy.vllm:VLLMPolicy",
-    "gold": "swerl_cli.policy.gold:GoldPolicy",
-    "gold-steps": "swerl_cli.policy.gold_steps:GoldStepsPolicy",
-    "replay": "swerl_cli.policy.replay:ReplayPolicy",
-}
+BACKENDS = Registry(
+    {
+        "openai": "swerl_cli.policy.openai:OpenAIPolicy",
+        "hf": "swerl_cli.policy.hf:HFPolicy",
+        "vllm": "swerl_cli.policy.vllm:VLLMPolicy",
+        "gold": "swerl_cli.policy.gold:GoldPolicy",
+        "gold-steps": "swerl_cli.policy.gold_steps:GoldStepsPolicy",
+        "replay": "swerl_cli.policy.replay:ReplayPolicy",
+    }
+)
+register_policy = BACKENDS.register  # add (or replace) a backend as `"module:Class"` (a PolicyBackend subclass)
 DEFAULT_POLICY = "openai"
 
 __all__ = [
@@ -31,16 +34,9 @@ __all__ = [
 ]
 
 
-def register_policy(name: str, target: str) -> None:
-    """Add (or replace) the backend `name` as `"module:Class"` (a PolicyBackend subclass)."""
-    BACKENDS[name] = target
-
-
 def policy_class(name: str) -> type[PolicyBackend]:
     """Import the class registered under `name` (lazily, so heavy backends load only when chosen)."""
-    cls: type[PolicyBackend] = load_registered(
-        BACKENDS, name, f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}"
-    )
+    cls: type[PolicyBackend] = BACKENDS.load(name, f"unknown policy {name!r}; choose one of {', '.join(BACKENDS)}")
     return cls
 
 

@@ -183,3 +183,30 @@ class PolicyBackend(Policy):
 
     def spread(self, key: int) -> None:
         """Start this episode's choice of endpoint at `key` (backends with several endpoints); nothing otherwise."""
+
+
+class ScriptedBackend(PolicyBackend):
+    """A backend whose every turn is scripted from the episode (gold, replay): `play(episode, turn, tools)` returns
+    turn `turn` (the assistant messages so far); `needs` names what it reads from the episode, for the error."""
+
+    needs = "task"
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion:
+        """The scripted action of this episode's next turn."""
+        if episode is None:
+            raise PolicyError(f"the {self.name} policy needs the episode's {self.needs}")
+        return self.play(episode, sum(1 for m in messages if m.get("role") == "assistant"), tools)
+
+    def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
+        """Turn `turn` of `episode` (tools: the native tool schemas, or None for the text action format)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

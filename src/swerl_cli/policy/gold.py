@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import PolicyError
-from swerl_cli.policy import PolicyBackend, PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.policy import PolicyOptions
+from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend
 
 PATCH_PATH = "/tmp/.swerl/gold.patch"
 
@@ -18,7 +18,7 @@ class GoldOptions(PolicyOptions):
     """The gold policy has no options."""
 
 
-class GoldPolicy(PolicyBackend):
+class GoldPolicy(ScriptedBackend):
     """Turn 0 writes the gold patch into the sandbox and applies it with `git apply`; turn 1 submits."""
 
     name = "gold"
@@ -32,23 +32,13 @@ class GoldPolicy(PolicyBackend):
 
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
-        return {"backend": self.name, "model": "gold", "version": "gold"}
+        return {"backend": self.name, "model": self.name, "version": self.name}
 
-    async def acomplete(
-        self,
-        messages: list[dict[str, Any]],
-        sampling: Sampling,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        episode: EpisodeInfo | None = None,
-    ) -> Completion:
-        """Return the next scripted action for this episode's task."""
-        if episode is None:
-            raise PolicyError("the gold policy needs the episode's task")
+    def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
+        """Turn 0 applies the task's gold patch, every later turn submits."""
         patch = episode.task.get("patch")
         if not isinstance(patch, str) or not patch.strip():
             raise PolicyError(f"task {episode.instance_id} has no gold 'patch' to submit")
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
         if turn == 0:
             b64 = base64.b64encode(patch.encode()).decode()
             command = (
@@ -59,9 +49,6 @@ class GoldPolicy(PolicyBackend):
         else:
             command, text = "submit", "The patch is applied; submitting."
         return _action(text, command, tools)
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
 
 
 def _action(text: str, command: str, tools: list[dict[str, Any]] | None) -> Completion:

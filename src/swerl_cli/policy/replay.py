@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError
-from swerl_cli.policy import PolicyBackend, PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.policy import PolicyOptions
+from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend
 from swerl_cli.streams.jsonl import read_records
 from swerl_cli.streams.records import require
 
@@ -19,10 +19,11 @@ class ReplayOptions(PolicyOptions):
     replay: str | None = None
 
 
-class ReplayPolicy(PolicyBackend):
+class ReplayPolicy(ScriptedBackend):
     """Answers turn k of (instance_id, sample) with the k-th assistant message of the matching trajectory."""
 
     name = "replay"
+    needs = "identity"
     Options = ReplayOptions
     distributed = "ship"  # collect --ray: the recorded actions travel with the job, so workers need not see the file
 
@@ -57,19 +58,9 @@ class ReplayPolicy(PolicyBackend):
             return self._actions[keys[0]]
         raise PolicyError(f"{self.path}: no trajectory for {episode.instance_id} sample {episode.sample}")
 
-    async def acomplete(
-        self,
-        messages: list[dict[str, Any]],
-        sampling: Sampling,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        episode: EpisodeInfo | None = None,
-    ) -> Completion:
+    def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
         """The recorded assistant message for this turn."""
-        if episode is None:
-            raise PolicyError("the replay policy needs the episode's identity")
         script = self._script(episode)
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
         if turn >= len(script):
             raise PolicyError(f"{self.path}: trajectory of {episode.instance_id} has only {len(script)} turns")
         msg = script[turn]
@@ -81,6 +72,3 @@ class ReplayPolicy(PolicyBackend):
             finish_reason="tool_calls" if calls else "stop",
             tool_calls=calls,
         )
-
-    async def aclose(self) -> None:
-        """Nothing to release."""

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec
 
 from swerl_cli.core.errors import ConfigError, SandboxError
+from swerl_cli.core.plugins import Registry
 from swerl_cli.sandbox.base import ExecResult, Sandbox, SandboxBackend, SandboxLimits
 from swerl_cli.streams.records import Task
 
 # The only registry of sandbox backends: short name -> "module:Class" (a SandboxBackend). Nothing outside a
 # backend's module names it; a plugin or a test adds one with `register_backend`.
-BACKENDS: dict[str, str] = {
-    "docker": "swerl_cli.sandbox.engine:DockerBackend",
-    "podman": "swerl_cli.sandbox.podman:PodmanBackend",
-    "local": "swerl_cli.sandbox.local:LocalBackend",
-}
+BACKENDS = Registry(
+    {
+        "docker": "swerl_cli.sandbox.engine:DockerBackend",
+        "podman": "swerl_cli.sandbox.podman:PodmanBackend",
+        "local": "swerl_cli.sandbox.local:LocalBackend",
+    }
+)
+register_backend = BACKENDS.register  # add (or replace) a backend as `"module:Class"`
 DEFAULT_BACKEND = "docker"
+P = ParamSpec("P")
 
 __all__ = [
     "BACKENDS",
@@ -38,11 +43,6 @@ __all__ = [
 ]
 
 
-def register_backend(name: str, target: str) -> None:
-    """Add (or replace) the backend `name` as `"module:Class"`."""
-    BACKENDS[name] = target
-
-
 def choices(names: list[str] | None = None) -> str:
     """`names` (default: every registered backend) as help text reads them: "docker, podman or local"."""
     names = list(BACKENDS) if names is None else names
@@ -51,10 +51,8 @@ def choices(names: list[str] | None = None) -> str:
 
 def backend_class(name: str) -> type[SandboxBackend]:
     """The class registered as `name`; ConfigError naming the choices otherwise."""
-    from swerl_cli.core.plugins import load_registered
-
-    cls: type[SandboxBackend] = load_registered(
-        BACKENDS, name, f"unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}"
+    cls: type[SandboxBackend] = BACKENDS.load(
+        name, f"unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}"
     )
     return cls
 
@@ -154,23 +152,22 @@ def enforce_hygiene(sb: Sandbox, task: Task) -> None:
         raise SandboxError(f"{task.instance_id}: repository hygiene failed: {res.output.strip()[-300:]}")
 
 
-@contextlib.contextmanager
-def open_sandbox(
-    task: Task,
-    *,
-    backend: str = DEFAULT_BACKEND,
-    limits: SandboxLimits | None = None,
-    run_id: str | None = None,
-    hygiene: bool = True,
-    env: dict[str, str] | None = None,
-    repo_dir: str | None = None,
-) -> Iterator[Sandbox]:
-    """Context manager yielding a started sandbox in task.workdir; it is removed on every exit path."""
-    sb = start_sandbox(task, backend=backend, limits=limits, run_id=run_id, hygiene=hygiene, env=env, repo_dir=repo_dir)
-    try:
-        yield sb
-    finally:
-        sb.close()
+def _closing(start: Callable[P, Sandbox]) -> Callable[P, contextlib.AbstractContextManager[Sandbox]]:
+    """`start` as a context manager: the sandbox it starts is closed (removed) on every exit path."""
+
+    @contextlib.contextmanager
+    def opened(*args: P.args, **kwargs: P.kwargs) -> Iterator[Sandbox]:
+        sb = start(*args, **kwargs)
+        try:
+            yield sb
+        finally:
+            sb.close()
+
+    return opened
+
+
+# Context manager yielding a started sandbox in task.workdir (start_sandbox's arguments); removed on every exit path.
+open_sandbox = _closing(start_sandbox)
 
 
 def _q(s: str) -> str:
