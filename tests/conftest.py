@@ -84,6 +84,15 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
+@pytest.fixture
+def made_images() -> Iterator[list[str]]:
+    """Docker image names a test made (it appends them); removed afterwards."""
+    made: list[str] = []
+    yield made
+    if made:
+        subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
+
+
 REAL_MODEL = ROOT / ".cache" / "smollm2-135m-instruct"
 
 

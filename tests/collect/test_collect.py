@@ -45,25 +45,8 @@ def test_openai_collect_records_token_exact_turns(server, tiny_model, tmp_path):
 
     server.script = SCRIPT
     out = tmp_path / "traj.jsonl"
-    res = collect(
-        str(some_tasks(tmp_path, 2)),
-        "--policy",
-        "openai",
-        "--model",
-        "tiny",
-        "--base-url",
-        server.base_url,
-        "--samples",
-        "2",
-        "--concurrency",
-        "4",
-        "--max-turns",
-        "5",
-        "--run",
-        "tok",
-        "-o",
-        str(out),
-    )
+    tasks = str(some_tasks(tmp_path, 2))
+    res = collect_from(server, tasks, out, *"--model tiny --samples 2 --concurrency 4 --max-turns 5 --run tok".split())
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     recs = read_jsonl(out)
     assert sorted(r["id"] for r in recs) == sorted(
@@ -110,17 +93,7 @@ def test_openai_collect_records_token_exact_turns(server, tiny_model, tmp_path):
     # Replay re-plays the recorded actions and reproduces every patch byte for byte.
     replayed = tmp_path / "replay.jsonl"
     res = collect(
-        str(some_tasks(tmp_path, 2)),
-        "--policy",
-        "replay",
-        "--replay",
-        str(out),
-        "--samples",
-        "2",
-        "--run",
-        "tok",
-        "-o",
-        str(replayed),
+        tasks, "--policy", "replay", "--replay", str(out), *"--samples 2 --run tok".split(), "-o", str(replayed)
     )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     by_id = {r["id"]: r["patch"] for r in recs}

@@ -39,17 +39,18 @@ def test_exponent_without_a_dot_is_a_number(tmp_path):
     assert resolve_config(_Cfg, p).lr == 5000.0
 
 
-def test_resolve_config_rejects_unknown_key(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("group_sise: 4\n", r"c.yaml: unknown field 'group_sise'.*group_size"),  # the nearest field is suggested
+        ("group_size: '4'\n", r"c.yaml: field 'group_size': expected int"),
+        ("a: 1\nb: [\n", r"c.yaml:\d+: not valid YAML"),  # the syntax error's line
+    ],
+)
+def test_resolve_config_rejects_a_bad_file_naming_it(tmp_path, text: str, message: str):
     p = tmp_path / "c.yaml"
-    p.write_text("group_sise: 4\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: unknown field 'group_sise'.*group_size"):
-        resolve_config(_Cfg, p)
-
-
-def test_resolve_config_rejects_wrong_type(tmp_path):
-    p = tmp_path / "c.yaml"
-    p.write_text("group_size: '4'\n")
-    with pytest.raises(ConfigError, match=r"field 'group_size': expected int"):
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=message):
         resolve_config(_Cfg, p)
 
 
@@ -61,13 +62,6 @@ def test_resolve_config_runs_validation_with_remedy(tmp_path):
     with pytest.raises(ConfigError, match=r"c.yaml: .*must be >= 2") as info:  # the file's value: exit 3
         resolve_config(_Cfg, p)
     assert info.value.exit_code == 3
-
-
-def test_load_yaml_reports_line_of_syntax_error(tmp_path):
-    p = tmp_path / "bad.yaml"
-    p.write_text("a: 1\nb: [\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml:\d+: not valid YAML"):
-        resolve_config(_Cfg, p)
 
 
 def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):

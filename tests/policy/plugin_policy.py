@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.policy import PolicyBackend, PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.policy import PolicyOptions
+from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +18,7 @@ class ScriptedOptions(PolicyOptions):
     policy_version: str | None = None
 
 
-class ScriptedPolicy(PolicyBackend):
+class ScriptedPolicy(ScriptedBackend):
     """Turn 0 runs the command `--model` names (default `git status --short`), turn 1 submits."""
 
     name = "scripted"
@@ -35,14 +35,6 @@ class ScriptedPolicy(PolicyBackend):
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.command, "version": self.version}
 
-    async def acomplete(
-        self,
-        messages: list[dict[str, Any]],
-        sampling: Sampling,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        episode: EpisodeInfo | None = None,
-    ) -> Completion:
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
+    def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
         command = self.command if turn == 0 else "submit"
         return Completion(text=f"Step {turn}.\n```command\n{command}\n```", token_ids=[], logprobs=None)

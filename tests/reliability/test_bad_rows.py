@@ -119,14 +119,6 @@ def test_an_image_the_engine_refuses_after_the_grammar_is_an_error_record_not_a_
     assert recs[rows[1]["instance_id"]]["exit_status"] == "submitted"
 
 
-@pytest.fixture
-def made_images():
-    made: list[str] = []
-    yield made
-    if made:
-        subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
-
-
 def test_tasks_build_reports_bad_rows_and_builds_the_rest(tmp_path: Path, made_images: list[str]) -> None:
     from tests.sandbox.toy import make_repo
 

@@ -3,23 +3,9 @@ contract suite on it): the two files "where to add a sandbox" touches are this m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from swerl_cli.sandbox import Sandbox, SandboxBackend, SandboxLimits
-from swerl_cli.sandbox.local import LocalSandbox
+from swerl_cli.sandbox.local import LocalConfig, LocalSandbox
 from swerl_cli.streams.records import Task
-
-
-@dataclass(frozen=True, slots=True)
-class ScratchConfig:
-    """Where the task repositories are."""
-
-    repo_dir: str | None = None
-
-    @classmethod
-    def from_options(cls, repo_dir: str | None = None, **options: Any) -> ScratchConfig:
-        return cls(repo_dir=repo_dir)
 
 
 class ScratchBackend(SandboxBackend):
@@ -27,7 +13,7 @@ class ScratchBackend(SandboxBackend):
 
     name = "scratch"
     uses_images = False
-    Config = ScratchConfig
+    Config = LocalConfig  # its one option is the local backend's: where the task repositories are (--repo-dir)
 
     def start(
         self, task: Task, limits: SandboxLimits | None, run_id: str | None, env: dict[str, str] | None

@@ -17,24 +17,15 @@ from tests.sandbox.toy import ENV, make_repo, toy_task
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture
-def images():
-    """Image names made by a test; removed afterwards."""
-    made: list[str] = []
-    yield made
-    if made:
-        subprocess.run(["docker", "rmi", "-f", *made], capture_output=True)
-
-
 def _name(tag: str) -> str:
     return f"swerl-test-build-{tag}:{secrets.token_hex(4)}"
 
 
-def test_built_image_has_only_its_recipe_label_and_a_large_setup_works(tmp_path, images) -> None:
+def test_built_image_has_only_its_recipe_label_and_a_large_setup_works(tmp_path, made_images) -> None:
     big = "x" * 300_000  # one argument past Linux's 128 KiB MAX_ARG_STRLEN
     rec = toy_task(tmp_path, _name("labels"), dirty=False)
     rec["setup"] = [*rec["setup"], f"echo {big} | wc -c > /big-setup-ran"]
-    images.append(rec["image"])
+    made_images.append(rec["image"])
     task = Task.from_json(Located("t", 1, rec))
     assert build_image(task) == "built"
     labels = subprocess.run(
@@ -49,12 +40,12 @@ def test_built_image_has_only_its_recipe_label_and_a_large_setup_works(tmp_path,
     assert build_image(task) == "cached"
 
 
-def test_cache_key_follows_the_base_image_id(tmp_path, images) -> None:
+def test_cache_key_follows_the_base_image_id(tmp_path, made_images) -> None:
     base = _name("base")
-    images.append(base)
+    made_images.append(base)
     subprocess.run(["docker", "tag", "swerl-base", base], check=True)
     rec = toy_task(tmp_path, _name("keyed"), dirty=False)
-    images.append(rec["image"])
+    made_images.append(rec["image"])
     task = Task.from_json(Located("t", 1, rec))
     assert build_image(task, base_image=base) == "built"
     assert image_status(task, base) == "ok"
@@ -66,7 +57,7 @@ def test_cache_key_follows_the_base_image_id(tmp_path, images) -> None:
 
 
 @pytest.mark.parametrize("form", ["dir", "bundle"])
-def test_repository_from_a_local_directory_or_bundle(tmp_path, images, form: str) -> None:
+def test_repository_from_a_local_directory_or_bundle(tmp_path, made_images, form: str) -> None:
     info = make_repo(tmp_path, dirty=True)  # the fix is a later commit in the source: hygiene must drop it
     repo = tmp_path / "repo"
     source = str(repo)
@@ -77,7 +68,7 @@ def test_repository_from_a_local_directory_or_bundle(tmp_path, images, form: str
         )
     rec = toy_task(tmp_path / "unused", _name(form), dirty=False)
     rec.update(info, setup=[], repo_source=source)
-    images.append(rec["image"])
+    made_images.append(rec["image"])
     task = Task.from_json(Located("t", 1, rec))
     assert build_image(task, allowed_sources=[tmp_path]) == "built"
     with open_sandbox(task, run_id=f"pytest-build-{form}") as sb:
@@ -111,7 +102,7 @@ def test_prune_stale_removes_a_killed_builds_container_and_keeps_a_live_ones() -
         subprocess.run(["docker", "rm", "-f", *names], capture_output=True)
 
 
-def test_repository_from_a_url_is_fetched_inside_the_build_container(tmp_path, images) -> None:
+def test_repository_from_a_url_is_fetched_inside_the_build_container(tmp_path, made_images) -> None:
     """A repo_source URL (here git:// from a local `git daemon`) is fetched by git in the build container on the
     host network; nothing is read on the host side. Without network the row is refused before a container starts."""
     import socket
@@ -134,7 +125,7 @@ def test_repository_from_a_url_is_fetched_inside_the_build_container(tmp_path, i
             time.sleep(0.1)
         rec = toy_task(tmp_path / "unused", _name("url"), dirty=False)
         rec.update(info, setup=[], repo_source=f"git://127.0.0.1:{port}/repo")
-        images.append(rec["image"])
+        made_images.append(rec["image"])
         task = Task.from_json(Located("t", 1, rec))
         with pytest.raises(SandboxError, match="needs --network host"):
             build_image(task)

@@ -53,6 +53,13 @@ def _one_line(res: subprocess.CompletedProcess[bytes]) -> str:
     return lines[0]
 
 
+def _refused(res: subprocess.CompletedProcess[bytes], code: int, message: str, out: Path, before: bytes) -> None:
+    """The run exited `code` with one stderr line holding `message`, and `out` still holds `before`."""
+    assert res.returncode == code
+    assert message in _one_line(res)
+    assert out.read_bytes() == before
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
 def test_special_file_target_is_written_in_place_never_replaced(tmp_path: Path) -> None:
     """Defect 1: filter/import renamed a temp file over the target and grade deleted it first."""
@@ -118,14 +125,10 @@ def test_grade_keeps_old_output_when_input_is_missing_or_bad(tmp_path: Path) -> 
     old = jsonl([_graded_pred("m0")])
     out.write_bytes(old)
     res = run_swerl("grade", str(tmp_path / "missing.jsonl"), "-o", str(out))
-    assert res.returncode == 3
-    assert "missing.jsonl: no such file" in _one_line(res)
-    assert out.read_bytes() == old
+    _refused(res, 3, "missing.jsonl: no such file", out, old)
     args = _grade_args(tmp_path, [{"instance_id": IID, "model_name_or_path": 5}], out)
     res = run_swerl(*args)
-    assert res.returncode == 3
-    assert "field 'model_name_or_path'" in _one_line(res)
-    assert out.read_bytes() == old
+    _refused(res, 3, "field 'model_name_or_path'", out, old)
 
 
 def test_grade_refuses_its_own_input_as_output(tmp_path: Path) -> None:
@@ -134,9 +137,7 @@ def test_grade_refuses_its_own_input_as_output(tmp_path: Path) -> None:
     data = jsonl([_graded_pred("m0")])
     x.write_bytes(data)
     res = run_swerl("grade", str(x), "-o", str(x))
-    assert res.returncode == 2
-    assert "is also an input" in _one_line(res)
-    assert x.read_bytes() == data
+    _refused(res, 2, "is also an input", x, data)
 
 
 def test_filter_refuses_its_own_input_too(tmp_path: Path) -> None:
@@ -145,9 +146,7 @@ def test_filter_refuses_its_own_input_too(tmp_path: Path) -> None:
     data = jsonl([graded("a", 0, True), graded("b", 0, False)])
     x.write_bytes(data)
     res = run_swerl("filter", str(x), "--resolved", "-o", str(x))
-    assert res.returncode == 2
-    assert "is also an input" in _one_line(res)
-    assert x.read_bytes() == data
+    _refused(res, 2, "is also an input", x, data)
 
 
 @pytest.mark.parametrize("command", ["filter", "grade"])
@@ -165,9 +164,7 @@ def test_second_writer_of_an_output_is_refused(tmp_path: Path, command: str) -> 
         res = run_swerl(*args)
     finally:
         os.close(fd)
-    assert res.returncode == 1
-    assert "another swerl run is writing this file" in _one_line(res)
-    assert out.read_bytes() == old
+    _refused(res, 1, "another swerl run is writing this file", out, old)
 
 
 @pytest.mark.parametrize("command", ["filter", "tasks import"])

@@ -120,6 +120,11 @@ def reply_budget(n_prompt: int, sampling: Sampling, max_context: int | None) -> 
     return min(sampling.max_new_tokens, max_context - n_prompt)
 
 
+def identity(backend: str, model: str, version: str | None = None) -> dict[str, Any]:
+    """The `policy` record's first fields: the backend, the model, and its version (the model's unless set)."""
+    return {"backend": backend, "model": model, "version": version or model}
+
+
 @runtime_checkable
 class Policy(Protocol):
     """Anything that completes a chat: an OpenAI-compatible server, vLLM offline, transformers, gold, replay.

@@ -8,7 +8,7 @@ from typing import Any
 
 from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy import PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend
+from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend, identity
 
 PATCH_PATH = "/tmp/.swerl/gold.patch"
 
@@ -32,7 +32,7 @@ class GoldPolicy(ScriptedBackend):
 
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
-        return {"backend": self.name, "model": self.name, "version": self.name}
+        return identity(self.name, self.name)
 
     def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
         """Turn 0 applies the task's gold patch, every later turn submits."""

@@ -21,10 +21,10 @@ from typing import Any
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.engine_size import sampler_dtype
 from swerl_cli.policy.openai_wire import wire_message
-from swerl_cli.policy.tokens import TurnPrompt, TurnPrompter
+from swerl_cli.policy.tokens import TokenState, TurnPrompt, TurnPrompter
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
@@ -78,6 +78,15 @@ def prompt_fields(tp: TurnPrompt) -> dict[str, Any]:
     return {"prompt_token_ids": None, "delta_token_ids": tp.delta, "n_closing": tp.n_closing}
 
 
+def finish_turn(comp: Completion, tp: TurnPrompt, state: TokenState | None) -> Completion:
+    """`comp` with its turn prompt's fields set (prompt_fields), its sampled ids committed to the episode's state."""
+    for name, value in prompt_fields(tp).items():
+        setattr(comp, name, value)
+    if state is not None:
+        state.commit(comp.token_ids or [])
+    return comp
+
+
 @dataclass(frozen=True, slots=True)
 class HFOptions(PolicyOptions):
     """`--model`, `--device`, `--dtype` (the sampler's; auto = the trainer's) and `--policy-version`."""
@@ -123,9 +132,7 @@ class HFPolicy(PolicyBackend):
             Path(self.model_path).resolve() if Path(self.model_path).exists() else self.model_path
         )
         return {
-            "backend": self.name,
-            "model": self.model_path,
-            "version": version,
+            **identity(self.name, self.model_path, version),
             "device": self.device,
             "dtype": self.dtype,
         }
@@ -216,11 +223,7 @@ class HFPolicy(PolicyBackend):
         max_context = episode.max_context_tokens if episode is not None else None
         async with self._lock:
             comp = await asyncio.to_thread(self._generate, tp.ids, sampling, tools, max_context)
-        for name, value in prompt_fields(tp).items():
-            setattr(comp, name, value)
-        if state is not None and comp.token_ids is not None:
-            state.commit(comp.token_ids)
-        return comp
+        return finish_turn(comp, tp, state)
 
     async def aclose(self) -> None:
         """Drop the model."""

@@ -22,9 +22,9 @@ import httpx
 
 from swerl_cli.core.errors import ConfigError, PolicyError
 from swerl_cli.policy import PolicyBackend, PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, reply_budget
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.endpoints import Endpoints, server_root
-from swerl_cli.policy.hf import parse_tool_calls, prompt_fields
+from swerl_cli.policy.hf import finish_turn, parse_tool_calls
 from swerl_cli.policy.openai_wire import (
     chat_body,
     parse_response,
@@ -109,9 +109,7 @@ class OpenAIPolicy(PolicyBackend):
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
         return {
-            "backend": self.name,
-            "model": self.model,
-            "version": self.version or self.model,
+            **identity(self.name, self.model, self.version),
             "base_urls": list(self.base_urls),
             "token_prompts": bool(self.token_mode),
         }
@@ -212,11 +210,7 @@ class OpenAIPolicy(PolicyBackend):
         if tools:
             comp.tool_calls = parse_tool_calls(comp.text)
             comp.finish_reason = "tool_calls" if comp.tool_calls else comp.finish_reason
-        for name, value in prompt_fields(tp).items():
-            setattr(comp, name, value)
-        if state is not None:
-            state.commit(comp.token_ids or [])
-        return comp
+        return finish_turn(comp, tp, state)
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from swerl_cli.core.errors import ConfigError, PolicyError
 from swerl_cli.policy import PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend
+from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend, identity
 from swerl_cli.streams.jsonl import read_records
 from swerl_cli.streams.records import require
 
@@ -47,7 +47,7 @@ class ReplayPolicy(ScriptedBackend):
 
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
-        return {"backend": self.name, "model": f"replay:{self.path}", "version": f"replay:{self.path}"}
+        return identity(self.name, f"replay:{self.path}")
 
     def _script(self, episode: EpisodeInfo) -> list[dict[str, Any]]:
         key = (episode.instance_id, episode.sample)

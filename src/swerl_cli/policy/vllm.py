@@ -19,9 +19,9 @@ from typing import Any
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
-from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, reply_budget
+from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype
-from swerl_cli.policy.hf import local_prompter, parse_tool_calls, prompt_fields
+from swerl_cli.policy.hf import finish_turn, local_prompter, parse_tool_calls
 from swerl_cli.policy.tokens import TurnPrompter
 
 
@@ -101,9 +101,7 @@ class VLLMPolicy(PolicyBackend):
     def describe(self) -> dict[str, Any]:
         """The `policy` record fields."""
         return {
-            "backend": self.name,
-            "model": self.model,
-            "version": self.version or self.model,
+            **identity(self.name, self.model, self.version),
             "engine_args": dict(self.engine_kwargs),
             **({"kv_cache_gib": self.kv_cache_gib} if self.kv_cache_gib is not None else {}),
         }
@@ -196,11 +194,7 @@ class VLLMPolicy(PolicyBackend):
         if final is None or not final.outputs:
             raise PolicyError(f"vLLM returned no output for request {rid}")
         comp = completion_from_output(final.outputs[0], prompt, tools, time.perf_counter() - t0)
-        for name, value in prompt_fields(tp).items():
-            setattr(comp, name, value)
-        if state is not None:
-            state.commit(comp.token_ids or [])
-        return comp
+        return finish_turn(comp, tp, state)
 
     async def aclose(self) -> None:
         """Shut the engine down (its worker processes exit)."""
