@@ -9,14 +9,17 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from swerl_cli.core.errors import EXIT_INTERRUPTED, SwerlError, UsageError, missing_dependency
+
+if TYPE_CHECKING:
+    from swerl_cli.streams.records import Located
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -215,6 +218,18 @@ def check_training_paths(
     if metrics:
         refuse_own_input("--metrics", metrics, inputs or [])
     check_model_dir(model)
+
+
+def training_records(inputs: list[str] | None) -> Iterator[Located]:
+    """rft and dapo: the records of `inputs` (stdin with none); under a multi-process launcher every rank reads
+    the data, so stdin is refused there."""
+    from swerl_cli.core.errors import ConfigError
+    from swerl_cli.streams.jsonl import read_many
+    from swerl_cli.training import dist
+
+    if dist.world_size() > 1 and (not inputs or "-" in inputs):
+        raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
+    return read_many(inputs or [])
 
 
 def check_checkpoint_dir(path: str, *, overwrite: bool) -> None:

@@ -16,6 +16,7 @@ from swerl_cli.cli._common import (
     boundary,
     check_training_paths,
     err_console,
+    training_records,
 )
 from swerl_cli.cli._flags import Flags, config_options
 from swerl_cli.training.dapo_config import DapoConfig
@@ -60,9 +61,7 @@ def _dapo(
 ) -> None:
     from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import ConfigError
-    from swerl_cli.streams.jsonl import read_many
     from swerl_cli.streams.outputs import open_output
-    from swerl_cli.training import dist
     from swerl_cli.training.dapo import run_dapo
     from swerl_cli.training.trackers import TrackerSpec
 
@@ -75,9 +74,7 @@ def _dapo(
         opts = FollowOptions(cfg.model, cfg.output, **(follow_options or {}))
         _follow(inputs or ["-"], cfg, opts)
         return
-    if dist.world_size() > 1 and (not inputs or "-" in inputs):
-        raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
-    summary = run_dapo(read_many(inputs or []), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
+    summary = run_dapo(training_records(inputs), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
     if summary is not None:  # ranks other than 0 return None
         with open_output(None) as out:
             out.write(summary)

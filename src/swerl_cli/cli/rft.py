@@ -13,6 +13,7 @@ from swerl_cli.cli._common import (
     boundary,
     check_training_paths,
     err_console,
+    training_records,
 )
 from swerl_cli.cli._flags import Flags, config_options
 from swerl_cli.training.rft_config import RftConfig
@@ -40,8 +41,6 @@ def _rft(
     overwrite: OVERWRITE = False,
 ) -> None:
     from swerl_cli.core.config import resolve_config
-    from swerl_cli.core.errors import ConfigError
-    from swerl_cli.streams.jsonl import read_many
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.training import dist
     from swerl_cli.training.rft import run_rft
@@ -49,8 +48,7 @@ def _rft(
 
     cfg = resolve_config(RftConfig, config, **(flags or {}))
     check_training_paths(cfg.model, cfg.output, cfg.metrics, inputs, overwrite=overwrite)
-    if dist.world_size() > 1 and (not inputs or "-" in inputs):
-        raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
+    records = training_records(inputs)
 
     def progress(m: dict, total: int) -> None:
         err_console.print(
@@ -58,7 +56,7 @@ def _rft(
             f"{m['tokens_per_s']:.0f} tok/s  masked {m['masked_share']:.0%}"
         )
 
-    summary = run_rft(read_many(inputs or []), cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
+    summary = run_rft(records, cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
     if dist.is_main():
         d = summary["data"]
         err_console.print(

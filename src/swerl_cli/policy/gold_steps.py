@@ -20,8 +20,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.core.errors import PolicyError
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.policy.base import Completion, EpisodeInfo
 from swerl_cli.policy.gold import GoldPolicy, _action
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -125,24 +124,10 @@ class GoldStepsPolicy(GoldPolicy):
 
     name = "gold-steps"
 
-    def describe(self) -> dict[str, Any]:
-        """The `policy` record fields."""
-        return {"backend": self.name, "model": "gold-steps", "version": "gold-steps"}
-
-    async def acomplete(
-        self,
-        messages: list[dict[str, Any]],
-        sampling: Sampling,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        episode: EpisodeInfo | None = None,
-    ) -> Completion:
-        """Return this episode's next scripted step (the plain gold apply when the patch needs it)."""
-        if episode is None:
-            raise PolicyError("the gold-steps policy needs the episode's task")
+    def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
+        """Turn `turn` of this episode's scripted steps (the plain gold apply when the patch needs it)."""
         plan = steps(episode.task)
         if plan is None:
-            return await super().acomplete(messages, sampling, tools=tools, episode=episode)
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
+            return super().play(episode, turn, tools)
         text, command = plan[min(turn, len(plan) - 1)]
         return _action(text, command, tools)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.losses.base import check_loss
-from swerl_cli.training.train_config import TrainConfig
+from swerl_cli.training.train_config import TrainConfig, at_least
 
 STD_KINDS = ("population", "sample")
 OLD_LOGPROBS = ("trainer", "sampler")
@@ -83,8 +83,7 @@ class DapoConfig(TrainConfig):
             raise bad(
                 "group_size", f"must be >= 2 to compute group advantages, got {self.group_size}; use --group-size 10"
             )
-        if self.l_thr < 0:
-            raise bad("l_thr", f"must be >= 0, got {self.l_thr}")
+        at_least(bad, 0, l_thr=self.l_thr)
         if self.t_max <= self.l_thr:
             raise bad(
                 "t_max",
@@ -101,10 +100,7 @@ class DapoConfig(TrainConfig):
         self._check_loss(bad)
         if self.adv_delta <= 0:
             raise bad("adv_delta", f"must be > 0 so all-equal groups give advantage 0, got {self.adv_delta}")
-        if self.batch_size < 1:
-            raise bad("batch_size", f"must be >= 1, got {self.batch_size}")
-        if self.micro_batch_tokens < 1:
-            raise bad("micro_batch_tokens", f"must be >= 1, got {self.micro_batch_tokens}")
+        at_least(bad, 1, batch_size=self.batch_size, micro_batch_tokens=self.micro_batch_tokens)
         TrainConfig.validate(self, "dapo")
         if self.logprob_diff_warn < 0 or self.logprob_diff_jump < 1:
             raise bad("logprob_diff_warn", "needs logprob_diff_warn >= 0 and logprob_diff_jump >= 1")

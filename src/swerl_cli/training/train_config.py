@@ -8,6 +8,7 @@ stays light.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from swerl_cli.core.config import flag
@@ -62,8 +63,7 @@ class TrainConfig:
             raise bad("lr", f"must be > 0, got {self.lr}")
         if self.grad_clip < 0:
             raise bad("grad_clip", f"must be >= 0 (0 disables), got {self.grad_clip}")
-        if self.warmup_steps < 0:
-            raise bad("warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        at_least(bad, 0, warmup_steps=self.warmup_steps)
         if self.lr_schedule not in ("constant", "cosine"):
             raise bad("lr_schedule", f"constant or cosine, got {self.lr_schedule!r}")
         if self.zero_stage not in (0, 1, 2, 3):
@@ -73,8 +73,7 @@ class TrainConfig:
         if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
             allowed = ", ".join(ATTN_IMPLEMENTATIONS)
             raise bad("attn_implementation", f"one of {allowed}, got {self.attn_implementation!r}")
-        if self.sequence_parallel < 1:
-            raise bad("sequence_parallel", f"must be >= 1, got {self.sequence_parallel}")
+        at_least(bad, 1, sequence_parallel=self.sequence_parallel)
         if self.sequence_parallel > 1 and self.attn_implementation in ("sdpa", "eager"):
             raise bad(
                 "attn_implementation",
@@ -83,3 +82,10 @@ class TrainConfig:
             )
         if self.max_seq_len < 2:
             raise bad("max_seq_len", f"must be >= 2, got {self.max_seq_len}")
+
+
+def at_least(bad: Callable[[str, str], ConfigError], minimum: int, **values: float) -> None:
+    """Refuse the first of `values` (field name -> value, in order) below `minimum`: `must be >= minimum, got v`."""
+    for name, value in values.items():
+        if value < minimum:
+            raise bad(name, f"must be >= {minimum}, got {value}")

@@ -84,10 +84,14 @@ def ipo_weights(logp: Any, infer_logp: Any, mask: Any, eps: float) -> tuple[Any,
 
 
 class _Corrected(Loss):
-    """DAPO times a correction weight; subclasses say how the weight is made and which metrics it reports."""
+    """DAPO times a correction weight; subclasses say how the weight is made (`weights`) and name the metrics it
+    reports: `<measure>_mean` and `<measure>_<extreme>` of the per-token measure, `<counted>_frac` of the tokens."""
 
     stage = "dapo"
     needs_sampler_logprobs = True
+    measure = "is_ratio"
+    extremes: tuple[str, ...] = ("max", "min")
+    counted = ""
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
         raise NotImplementedError
@@ -100,46 +104,35 @@ class _Corrected(Loss):
 
     def metrics(self, s: dict[str, float]) -> dict[str, Any]:
         n = max(s.get("tokens", 0.0), 1.0)
-        return {
-            "is_ratio_mean": s["is_ratio_sum"] / n,
-            "is_ratio_max": s.get("is_ratio_max"),
-            "is_ratio_min": s.get("is_ratio_min"),
-        }
+        out: dict[str, Any] = {f"{self.measure}_mean": s[f"{self.measure}_sum"] / n}
+        out.update({f"{self.measure}_{e}": s.get(f"{self.measure}_{e}") for e in self.extremes})
+        return {**out, f"{self.counted}_frac": s[self.counted] / n}
 
 
 @register
 class TisLoss(_Corrected):
     name = "tis"
+    counted = "is_capped"
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
         return tis_weights(x.old_logp, x.infer_logp, x.mask, self.cfg.is_cap)
-
-    def metrics(self, s: dict[str, float]) -> dict[str, Any]:
-        return {**super().metrics(s), "is_capped_frac": s["is_capped"] / max(s.get("tokens", 0.0), 1.0)}
 
 
 @register
 class MisLoss(_Corrected):
     name = "mis"
+    counted = "is_masked"
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
         return mis_weights(x.old_logp, x.infer_logp, x.mask, self.cfg.is_cap, self.cfg.is_floor)
-
-    def metrics(self, s: dict[str, float]) -> dict[str, Any]:
-        return {**super().metrics(s), "is_masked_frac": s["is_masked"] / max(s.get("tokens", 0.0), 1.0)}
 
 
 @register
 class IpoLoss(_Corrected):
     name = "ipo"
+    measure = "prob_diff"
+    extremes = ("max",)
+    counted = "ipo_masked"
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
         return ipo_weights(x.logp.detach(), x.infer_logp, x.mask, self.cfg.ipo_eps)
-
-    def metrics(self, s: dict[str, float]) -> dict[str, Any]:
-        n = max(s.get("tokens", 0.0), 1.0)
-        return {
-            "prob_diff_mean": s["prob_diff_sum"] / n,
-            "prob_diff_max": s.get("prob_diff_max"),
-            "ipo_masked_frac": s["ipo_masked"] / n,
-        }
