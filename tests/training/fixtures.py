@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +68,18 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     """Write records as JSONL and return the path."""
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     return path
+
+
+def run_swerl(args: list[str], nproc: int) -> subprocess.CompletedProcess[bytes]:
+    """`swerl ARGS` in a fresh process, under torch.distributed.run with `nproc` ranks when nproc > 1 (the
+    test process's own rank variables removed); asserts exit 0."""
+    from swerl_cli.training.dist import free_port
+
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
+    launch = [sys.executable, "-m", "swerl_cli"]
+    if nproc > 1:
+        launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc)]
+        launch += ["--master_port", str(free_port()), "-m", "swerl_cli"]
+    proc = subprocess.run([*launch, *args], capture_output=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return proc

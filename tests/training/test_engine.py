@@ -6,14 +6,11 @@ Distributed runs are `swerl rft` subprocesses (plain for one rank, torchrun for 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from swerl_cli.training.dist import free_port
-from tests.training.fixtures import make_trajectory, write_jsonl
+from tests.training.fixtures import make_trajectory, run_swerl, write_jsonl
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
@@ -37,27 +34,8 @@ COMMON = (
 
 
 def _rft(data: Path, model: Path, out: Path, nproc: int, *extra: str) -> list[dict]:
-    import subprocess
-
     args = ["rft", str(data), "--model", str(model), "--output", str(out), *COMMON, *extra]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
-    if nproc == 1:
-        cmd = [sys.executable, "-m", "swerl_cli", *args]
-    else:
-        cmd = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            str(nproc),
-            "--master_port",
-            str(free_port()),
-            "-m",
-            "swerl_cli",
-            *args,
-        ]
-    proc = subprocess.run(cmd, capture_output=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    proc = run_swerl(args, nproc)
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, proc.stdout.decode()[-2000:]  # stdout: exactly one summary record
     summary = json.loads(lines[0])

@@ -4,16 +4,13 @@ nothing, the checkpoint moves, and AdamW state is carried into the next iteratio
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from swerl_cli.training.dist import free_port
 from tests.records import rollout
+from tests.training.fixtures import run_swerl
 from tests.training.tb import read_scalars
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
@@ -37,22 +34,7 @@ def _records(with_dropped_group: bool) -> list[dict]:
 
 def _dapo(data: Path, model: Path, out: Path, nproc: int, *extra: str) -> dict:
     args = ["dapo", str(data), "--model", str(model), "--output", str(out), "--zero-stage", "3", *COMMON, *extra]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")}
-    launch = [sys.executable, "-m", "swerl_cli"]
-    if nproc > 1:
-        launch = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            str(nproc),
-            "--master_port",
-            str(free_port()),
-            "-m",
-            "swerl_cli",
-        ]
-    proc = subprocess.run([*launch, *args], capture_output=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    proc = run_swerl(args, nproc)
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, proc.stdout.decode()[-2000:]
     return json.loads(lines[0])
