@@ -70,7 +70,7 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-def run_swerl(args: list[str], nproc: int) -> subprocess.CompletedProcess[bytes]:
+def launch_swerl(args: list[str], nproc: int) -> subprocess.CompletedProcess[bytes]:
     """`swerl ARGS` in a fresh process, under torch.distributed.run with `nproc` ranks when nproc > 1 (the
     test process's own rank variables removed); asserts exit 0."""
     from swerl_cli.training.dist import free_port

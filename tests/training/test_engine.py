@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.fixtures import make_trajectory, run_swerl, write_jsonl
+from tests.training.fixtures import launch_swerl, make_trajectory, write_jsonl
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
@@ -35,7 +35,7 @@ COMMON = (
 
 def _rft(data: Path, model: Path, out: Path, nproc: int, *extra: str) -> list[dict]:
     args = ["rft", str(data), "--model", str(model), "--output", str(out), *COMMON, *extra]
-    proc = run_swerl(args, nproc)
+    proc = launch_swerl(args, nproc)
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, proc.stdout.decode()[-2000:]  # stdout: exactly one summary record
     summary = json.loads(lines[0])

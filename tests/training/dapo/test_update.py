@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.records import rollout
-from tests.training.fixtures import run_swerl
+from tests.training.fixtures import launch_swerl
 from tests.training.tb import read_scalars
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
@@ -34,7 +34,7 @@ def _records(with_dropped_group: bool) -> list[dict]:
 
 def _dapo(data: Path, model: Path, out: Path, nproc: int, *extra: str) -> dict:
     args = ["dapo", str(data), "--model", str(model), "--output", str(out), "--zero-stage", "3", *COMMON, *extra]
-    proc = run_swerl(args, nproc)
+    proc = launch_swerl(args, nproc)
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, proc.stdout.decode()[-2000:]
     return json.loads(lines[0])
