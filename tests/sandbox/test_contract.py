@@ -205,15 +205,16 @@ def test_prune_removes_by_run_label(kind: str, engine_toy: Task) -> None:
 @pytest.mark.parametrize("kind", ENGINES)
 def test_prune_stale_keeps_live_owners_sandboxes(kind: str, engine_toy: Task) -> None:
     backend = get_backend(kind)
-    live = backend.start(engine_toy, None, "pytest-stale", None)  # owned by this (live) process
+    run = f"pytest-stale-{os.getpid()}"  # unique: two suites on one engine must not count each other's
+    live = backend.start(engine_toy, None, run, None)  # owned by this (live) process
     dead_owner = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    labels = ["swerl.managed=1", "swerl.run=pytest-stale", f"swerl.pid={dead_owner.stdout.strip()}"]
+    labels = ["swerl.managed=1", f"swerl.run={run}", f"swerl.pid={dead_owner.stdout.strip()}"]
     cmd = [kind, "run", "-d", "--network", "none", *(f"--label={label}" for label in labels)]
     cmd += ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"] if kind == "podman" else []
     cid = subprocess.run([*cmd, engine_toy.image, "sleep", "60"], capture_output=True, text=True, check=True)
     try:
-        assert backend.remove_stale("pytest-stale") == 1
-        assert len(containers("swerl.run=pytest-stale", kind)) == 1  # the live one survives
+        assert backend.remove_stale(run) == 1
+        assert len(containers(f"swerl.run={run}", kind)) == 1  # the live one survives
     finally:
         live.close()
         subprocess.run([kind, "rm", "-f", cid.stdout.strip()], capture_output=True)
