@@ -121,3 +121,21 @@ def test_interrupted_rerun_keeps_the_old_checkpoint_whole(data: Path, tiny_model
     assert [json.loads(x)["step"] for x in (ck / "metrics.jsonl").read_bytes().splitlines()] == list(range(1, last + 1))
     assert _digest(ck / "model.safetensors") != weights
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no .ck.old-PID left
+
+
+def test_resume_survives_a_torn_latest_file(data: Path, tiny_model: Path, tmp_path: Path) -> None:
+    """A SIGTERM between DeepSpeed's open('latest', 'w') and its write left `latest` empty (seen in a whole-suite
+    run: --resume died on DeepSpeed's `assert len(self.ckpt_list) > 0`). swerl now writes `latest` by rename
+    after every rank saved, and --resume reads a torn one (as older versions left it) as the newest complete
+    step-N."""
+    ck = tmp_path / "ck"
+    res = run_swerl(*_rft(data, tiny_model, ck, "--max-steps", "3", "--save-every", "1"), timeout=300)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    ds = ck / "ds_checkpoints"
+    assert (ds / "latest").read_text() == "step-3"
+    assert sorted(p.name for p in ds.glob("[ls]*")) == ["latest", "step-2", "step-3"]  # keep 2, no latest.tmp left
+    (ds / "latest").write_text("")
+    res = run_swerl(*_rft(data, tiny_model, ck, "--max-steps", "4", "--resume"), timeout=300)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    assert json.loads(res.stdout)["resumed_from"] == 3
+    assert [json.loads(x)["step"] for x in (ck / "metrics.jsonl").read_bytes().splitlines()] == [1, 2, 3, 4]

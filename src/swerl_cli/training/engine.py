@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -188,12 +189,17 @@ class TrainEngine:
 
     def save_checkpoint(self, ckpt_dir: Path, step: int, client_state: dict[str, Any], keep: int = 2) -> None:
         """Resumable DeepSpeed checkpoint tagged step-N (collective: every rank calls it); keeps the last `keep`."""
-        ckpt_dir = Path(ckpt_dir)
-        self.engine.save_checkpoint(str(ckpt_dir), tag=f"step-{step}", client_state={**client_state, "step": step})
+        ckpt_dir, tag = Path(ckpt_dir), f"step-{step}"
+        # DeepSpeed's own `latest` is an open('w') then a write: a SIGTERM between the two (a Python-level handler)
+        # left it empty and --resume failed. Ours is written once every rank has saved, and renamed into place.
+        state = {**client_state, "step": step}
+        self.engine.save_checkpoint(str(ckpt_dir), tag=tag, client_state=state, save_latest=False)
         dist.barrier()
-        if dist.is_main() and keep > 0:
-            tags = sorted((p for p in ckpt_dir.glob("step-*") if p.is_dir()), key=lambda p: int(p.name[5:]))
-            for old in tags[:-keep]:
+        if dist.is_main():
+            (ckpt_dir / "latest.tmp").write_text(tag)
+            os.replace(ckpt_dir / "latest.tmp", ckpt_dir / "latest")
+            tags = sorted((p for p in ckpt_dir.glob("step-*") if p.is_dir()), key=_step_of)
+            for old in tags[:-keep] if keep > 0 else []:
                 shutil.rmtree(old, ignore_errors=True)
 
     def load_checkpoint(self, ckpt_dir: Path) -> tuple[int, dict[str, Any]]:
@@ -201,7 +207,13 @@ class TrainEngine:
         ckpt_dir = Path(ckpt_dir)
         if not (ckpt_dir / "latest").is_file():
             return 0, {}
-        path, state = self.engine.load_checkpoint(str(ckpt_dir))
+        tag = (ckpt_dir / "latest").read_text().strip()
+        if not tag or not any((ckpt_dir / tag).glob("*model_states.pt")):  # a `latest` older versions left torn
+            done = sorted((p for p in ckpt_dir.glob("step-*") if any(p.glob("*model_states.pt"))), key=_step_of)
+            if not done:
+                raise SwerlError(f"{ckpt_dir}: no complete DeepSpeed checkpoint (latest names {tag!r})")
+            tag = done[-1].name
+        path, state = self.engine.load_checkpoint(str(ckpt_dir), tag=tag)
         if path is None:
             raise SwerlError(f"{ckpt_dir}: DeepSpeed checkpoint could not be loaded")
         return int(state.get("step", 0)), dict(state)
@@ -225,6 +237,11 @@ class TrainEngine:
             (out_dir / RUN_CONFIG_FILE).write_text(json.dumps(run_config, indent=2, default=str) + "\n")
         dist.barrier()
         return out_dir
+
+
+def _step_of(path: Path) -> int:
+    """`step-12` -> 12 (a tag directory of save_checkpoint)."""
+    return int(path.name.removeprefix("step-"))
 
 
 def ds_config(cfg: TrainConfig, world_size: int, bf16: bool, largest_param: int = 0) -> dict[str, Any]:
