@@ -114,8 +114,8 @@ def _build(work: Path, model_dir: Path, groups: int, g: int) -> tuple[Path, list
                 lp = torch.log_softmax(model(input_ids=x, use_cache=False).logits[0, :-1].float(), dim=-1)
                 token_lp = lp.gather(1, x[0, 1:, None]).squeeze(1).tolist()
             pos = len(rec["turns"][0]["prompt_token_ids"])
-            for k, turn in enumerate(rec["turns"]):
-                if k > 0:
+            for t, turn in enumerate(rec["turns"]):  # (named k before: it overwrote the group index, ids collided)
+                if t > 0:
                     pos += len(turn["delta_token_ids"])
                 turn["logprobs"] = token_lp[pos - 1 : pos - 1 + len(turn["token_ids"])]
                 pos += len(turn["token_ids"])
