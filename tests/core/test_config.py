@@ -83,6 +83,8 @@ def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):
         "dtype": "float32",  # the trainer's on a CPU-only machine (no CUDA here)
         "max_model_len": 131072,
         "hf_overrides": {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+        "enable_chunked_prefill": False,  # CPU: whole prefills, the batch budget holding YAML's context
+        "max_num_batched_tokens": 131072,
     }
     p.write_text("vllm_engine_args: max_model_len=131072\n")
     with pytest.raises(ConfigError, match=r"stage2.yaml: field 'vllm_engine_args': expected dict"):

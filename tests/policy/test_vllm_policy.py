@@ -136,7 +136,9 @@ def test_collect_with_the_vllm_policy_records_token_exact_turns(tiny_model, monk
     (engine,) = engine_cls.instances
     kwargs = {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.5, "enable_prefix_caching": True}
     positions = json.loads((tiny_model / "config.json").read_text())["max_position_embeddings"]
-    assert engine.args.kwargs == {**kwargs, "dtype": "float32", "max_model_len": min(65536, positions)}
+    length = min(65536, positions)
+    whole = {"enable_chunked_prefill": False, "max_num_batched_tokens": max(length, 4096)}  # CPU: whole prefills
+    assert engine.args.kwargs == {**kwargs, "dtype": "float32", "max_model_len": length, **whole}
     assert os.environ[KV_ENV] == "7"
     assert "kv_cache_gib" not in out[0]["policy"]
     assert engine.in_flight_max >= 2
@@ -170,7 +172,8 @@ def test_engine_is_sized_from_the_run_in_the_trainers_dtype(tmp_path, monkeypatc
     policy = build_policy(CollectConfig(policy="vllm", model=str(tmp_path), concurrency=4))
     assert isinstance(policy, VLLMPolicy)
     assert policy.engine_kwargs == {"tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "float32",
-                                    "max_model_len": 8192}  # fmt: skip
+                                    "max_model_len": 8192, "enable_chunked_prefill": False,
+                                    "max_num_batched_tokens": 8192}  # fmt: skip
     monkeypatch.setenv(KV_ENV, "x")
     monkeypatch.delenv(KV_ENV)  # unset for the test, restored after it
     policy.size_kv_cache()
@@ -180,8 +183,13 @@ def test_engine_is_sized_from_the_run_in_the_trainers_dtype(tmp_path, monkeypatc
     assert isinstance(asked, VLLMPolicy)
     assert (asked.engine_kwargs["dtype"], asked.engine_kwargs["max_model_len"]) == ("bfloat16", 4096)
     # The server script gets the same sizing: flags it lacks, and the GiB.
-    assert server_settings(str(tmp_path), 4, 65536, []) == (["--dtype", "float32", "--max-model-len", "8192"], 2)
-    assert server_settings(str(tmp_path), 2, 65536, ["--dtype=bfloat16", "--max-model-len", "4096"]) == ([], 1)
+    whole = ["--no-enable-chunked-prefill", "--max-num-batched-tokens"]  # CPU: a split seeded prefill kills vLLM
+    assert server_settings(str(tmp_path), 4, 65536, []) == (
+        ["--dtype", "float32", "--max-model-len", "8192", *whole, "8192"], 2)  # fmt: skip
+    assert server_settings(str(tmp_path), 2, 65536, ["--dtype=bfloat16", "--max-model-len", "4096"]) == (
+        [*whole, "4096"], 1)  # fmt: skip
+    assert server_settings(str(tmp_path), 2, 65536, ["--max-model-len", "2048", "--max-num-batched-tokens", "9000"])[
+        0] == ["--dtype", "float32"]  # fmt: skip
 
 
 def test_engine_output_goes_to_stderr_and_records_to_stdout():

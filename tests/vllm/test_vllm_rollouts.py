@@ -91,3 +91,28 @@ def test_offline_vllm_engine_collects_token_exact_turns(vllm_model, tmp_path):
     assert len(recs) == 2
     assert all(r["policy"]["backend"] == "vllm" for r in recs)
     check_token_exact(vllm_model, recs)
+
+
+def test_offline_engine_survives_a_seeded_prompt_longer_than_the_cpu_batch_budget(vllm_model, tmp_path):
+    """On vLLM's CPU backend a prefill split over steps (a prompt beyond the 4,096-token default budget) rewinds the
+    request's seeded generator with set_offset, which a CPU generator lacks: the engine core died ("CPU Generator
+    does not use offset") and every episode became an error record (found by the collect_vllm bench on a quiet
+    machine). swerl now asks the CPU engine for whole prefills; this prompt is ~5,000 tokens, seeded, default
+    engine arguments (eager mode only, to start faster)."""
+    row = json.loads(TASKS.read_text().splitlines()[0])
+    row["problem_statement"] += "\n" + " the" * 3500  # the tiny tokenizer: one token each
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(row) + "\n")
+    cfg = tmp_path / "collect.yaml"
+    cfg.write_text("vllm_engine_args:\n  enforce_eager: true\n")
+    out = tmp_path / "traj.jsonl"
+    res = run_swerl(
+        "collect", str(tasks), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
+        "--samples", "1", "--max-turns", "1", "--max-new-tokens", "8", "--max-context-tokens", "8192",
+        "--run", "vllm-long-prompt", "--seed", "3", "-o", str(out), env=VLLM_ENV, timeout=900,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    (rec,) = records(out)
+    assert rec["exit_status"] != "error", rec["error"]
+    assert rec["turns"][0]["n_prompt_tokens"] > 4096
+    assert rec["policy"]["engine_args"]["enable_chunked_prefill"] is False

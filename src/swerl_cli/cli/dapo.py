@@ -92,6 +92,6 @@ def _follow(inputs: list[str], cfg: DapoConfig, opts: FollowOptions) -> None:
             f"{len(inputs)} inputs"
         )
     check_run_dir(opts)
-    with open_output(None) as out:
+    with open_output(None, flush_each=True) as out:  # a summary per update as it happens, also through a pipe
         for summary in run_follow(inputs[0], cfg, opts, err_console.print):
             out.write(summary)

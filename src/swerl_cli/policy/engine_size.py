@@ -12,7 +12,9 @@ otherwise downcast an fp32 checkpoint to bf16 and every sampled logprob would di
 
     python -m swerl_cli.policy.engine_size serve CKPT CONCURRENCY CONTEXT [SERVER ARGS...]   (scripts/rl-vllm.sh)
 
-prints the flags the server needs beside SERVER ARGS (`--dtype`, `--max-model-len`) and the KV-cache GiB.
+prints the flags the server needs beside SERVER ARGS (`--dtype`, `--max-model-len`, on CPU whole prefills) and the
+KV-cache GiB. On vLLM's CPU backend prompts are prefilled whole (`whole_prefills`: a chunked prefill of a seeded
+request kills the engine core there).
 """
 
 from __future__ import annotations
@@ -67,6 +69,30 @@ def kv_cache_gib(model: str, max_model_len: int, concurrency: int, dtype: str) -
     return max(1, math.ceil(need / 2**30))
 
 
+def on_cuda() -> bool:
+    """Whether torch sees a CUDA device (where vLLM runs its GPU backend)."""
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def whole_prefills(max_model_len: int) -> dict[str, Any]:
+    """Engine settings for vLLM's CPU backend: every prompt prefilled in one step ({} on CUDA).
+
+    A chunked prefill discards the token sampled at the end of each chunk and rewinds the request's seeded
+    generator with set_offset, which a CPU generator lacks ("RuntimeError: CPU Generator does not use offset"):
+    the engine core died as soon as a seeded request's prompt was split, that is when the prompts in flight
+    outgrew the CPU default budget (4,096 tokens for the in-process engine, 2,048 for `vllm serve`). Without
+    chunking a prompt waits for a step with room; the budget must then hold a whole context.
+    """
+    if on_cuda():
+        return {}
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": max(max_model_len, 4096)}
+
+
 def sampler_dtype(requested: str | None, device: str | None = None) -> str:
     """The dtype the sampler runs in: the request, or the trainer's (`auto`: bf16 on CUDA, fp32 otherwise); with
     `device` (the hf policy's) CUDA means that device, else any CUDA device torch sees (vLLM's)."""
@@ -74,13 +100,7 @@ def sampler_dtype(requested: str | None, device: str | None = None) -> str:
         return ALIASES.get(requested, requested)
     if device is not None:
         return "bfloat16" if device.startswith("cuda") else "float32"
-    try:
-        import torch
-
-        cuda = bool(torch.cuda.is_available())
-    except ImportError:
-        cuda = False
-    return "bfloat16" if cuda else "float32"
+    return "bfloat16" if on_cuda() else "float32"
 
 
 def _flag(args: list[str], name: str) -> str | None:
@@ -109,6 +129,9 @@ def server_settings(ckpt: str, concurrency: int, context: int, args: list[str]) 
         length = min(context, limit) if limit else context
         if limit:
             extra += ["--max-model-len", str(length)]
+    whole = whole_prefills(length)
+    if whole and _flag(args, "--max-num-batched-tokens") is None and "--enable-chunked-prefill" not in args:
+        extra += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(whole["max_num_batched_tokens"])]
     return extra, kv_cache_gib(ckpt, length, concurrency, sampler_dtype(dtype))
 
 

@@ -20,7 +20,7 @@ from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, identity, reply_budget
-from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype
+from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype, whole_prefills
 from swerl_cli.policy.hf import finish_turn, local_prompter, parse_tool_calls
 from swerl_cli.policy.tokens import TurnPrompter
 
@@ -63,8 +63,8 @@ class VLLMPolicy(PolicyBackend):
 
     @staticmethod
     def engine_args(options: VLLMOptions) -> dict[str, Any]:
-        """The GPU flags, the sampler dtype (the trainer's unless --dtype says) and a context no longer than the
-        checkpoint's or the episode budget; then any `vllm_engine_args` from YAML."""
+        """The GPU flags, the sampler dtype (the trainer's unless --dtype says), a context no longer than the
+        checkpoint's or the episode budget and, on CPU, whole prefills; then any `vllm_engine_args` from YAML."""
         engine: dict[str, Any] = dict(
             tensor_parallel_size=options.tensor_parallel_size,
             gpu_memory_utilization=options.gpu_memory_utilization,
@@ -74,6 +74,8 @@ class VLLMPolicy(PolicyBackend):
         if limit:
             engine["max_model_len"] = min(options.max_context_tokens, limit)
         engine.update(options.vllm_engine_args or {})
+        for key, value in whole_prefills(engine.get("max_model_len", options.max_context_tokens)).items():
+            engine.setdefault(key, value)  # what YAML says wins
         return engine
 
     def __init__(
