@@ -84,8 +84,11 @@ def _async(server: Any, model: Path, work: Path, k: int) -> dict[str, Any]:
     # its slowest episode, the next one keeps the server busy.
     one = f"( {_collect(url, 'async-$r', '$((1000 * r))')} -o {stream}/async-$r.jsonl ) &"
     state = work / "run" / "follow_state.json"
-    done = f"$(grep -o '\"updates\": [0-9]*' {state} 2>/dev/null | grep -o '[0-9]*$' || echo 0)"
-    ahead = f"while [ $((r - {done})) -gt {k} ]; do sleep 0.5; done"  # never more than K + 1 groups ahead
+    # the passes the trainer has used up: its updates and the groups it dropped as too stale (scripts/rl-async.sh's
+    # used(); counting updates alone shrank the lead by one pass for every dropped group, for good)
+    field = f"grep -o '\"%s\": [0-9]*' {state} 2>/dev/null | grep -o '[0-9]*$' || echo 0"
+    used = f"$(( $({field % 'updates'}) + $({field % 'dropped_stale'}) ))"
+    ahead = f"while [ $((r - {used})) -gt {k} ]; do sleep 0.5; done"  # never more than K + 1 groups ahead
     loop = f"for r in {passes}; do {ahead}; while [ $(jobs -rp | wc -l) -ge {k + 1} ]; do wait -n; done; {one} done"
     collector = subprocess.Popen(loop, shell=True, start_new_session=True, stderr=subprocess.DEVNULL)
     t0 = time.perf_counter()
