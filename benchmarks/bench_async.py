@@ -2,17 +2,22 @@
 model, weights pushed into a stand-in policy server whose episodes are long-tailed in turns
 (tests/agent/standin_server.py).
 
-    sync:   N times: collect G samples of the toy task (--policy-version server) | grade -> swerl dapo -> reload
-    async:  a collector makes passes over the task (K + 1 in flight), one graded file each; `swerl dapo --follow
-            --max-staleness K` trains one group per update and pushes each checkpoint (drained, probe-checked)
+    workload: a pool of P tasks (copies of the toy task, each its own prompt, so each its own turn counts), G samples
+              each; one update = P groups = P * G episodes, one optimizer step (batch = P * G)
+    sync:     N times: collect the pool (--policy-version server, all P * G episodes at once) | grade -> swerl dapo
+              -> reload (the paper's loop: every update waits for the slowest episode of its batch)
+    async:    `make rl ASYNC=1`'s own collector (scripts/rl-async.sh: passes over the pool, at most K + 1 ahead of
+              the trainer and that many at once, one graded file each) beside `swerl dapo --follow --max-staleness K
+              --groups-per-update P`, which pushes each checkpoint (drained, probe-checked)
 
-Both sides train one group of G per update with one optimizer step (batch = G), so N updates are N optimizer
-steps. Reported: wall-clock to N steps and its speed-up; seconds per update after the first (when each update's
-weights are live on the server; the async pipeline is full from there on, as it is for most of a real run) and
-that speed-up; the sampler's idle share (time the server had no request in flight); the staleness the async
-updates trained at. Environment: BENCH_ASYNC_N (updates, 8), BENCH_ASYNC_G
-(6), BENCH_ASYNC_K ("1,2"), BENCH_ASYNC_LATENCY (s per turn, 3.0: a large model's decode, so that
-rollouts, not this machine's CPU, dominate the sampler's time as they do on GPUs), BENCH_ASYNC_TMAX (20).
+The stand-in serves any number of requests at the same latency per turn (a server below saturation, as a GPU
+engine is at this concurrency), so neither side is throttled by the sampler. Reported: wall-clock to N steps and
+its speed-up; seconds per update after the first (when each update's weights are live on the server; the async
+pipeline is full from there on, as it is for most of a real run) and that speed-up; the sampler's idle share (time
+the server had no request in flight); the staleness the async updates trained at and the groups they dropped as
+too stale. Environment: BENCH_ASYNC_N (updates, 8), BENCH_ASYNC_P (groups per update, 4), BENCH_ASYNC_G (4),
+BENCH_ASYNC_K ("1,2"), BENCH_ASYNC_LATENCY (s per turn, 3.0: a large model's decode, so that rollouts, not this
+machine's CPU, dominate the sampler's time as they do on GPUs), BENCH_ASYNC_TMAX (20).
 """
 
 from __future__ import annotations
@@ -36,21 +41,26 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-N, G = int(_env("BENCH_ASYNC_N", "8")), int(_env("BENCH_ASYNC_G", "6"))
+N, P, G = int(_env("BENCH_ASYNC_N", "8")), int(_env("BENCH_ASYNC_P", "4")), int(_env("BENCH_ASYNC_G", "4"))
 KS = [int(k) for k in _env("BENCH_ASYNC_K", "1,2").split(",")]
 LATENCY, T_MAX = float(_env("BENCH_ASYNC_LATENCY", "3.0")), int(_env("BENCH_ASYNC_TMAX", "20"))
-DAPO = f"--group-size {G} --t-max {T_MAX} --l-thr 4 --batch-size {G} --lr 1e-3 --micro-batch-tokens 8192 --rerender"
+CONTEXT = 32768  # the tiny model's positions; both sides pass it
+DAPO = f"--group-size {G} --t-max {T_MAX} --l-thr 4 --batch-size {P * G} --lr 1e-3 --micro-batch-tokens 8192 --rerender"
 
 
-def _collect(url: str, run: str, seed: int) -> str:
-    return (
-        f"{SWERL} collect --policy openai --model swerl-policy --policy-version server --base-url {url}/v1 "
-        f"--samples {G} --run {run} --max-turns {T_MAX} --max-new-tokens 64 --concurrency {G} --seed {seed} "
-        f"{TASKS} | {SWERL} grade --workers {G}"
-    )
+def _pool(work: Path) -> Path:
+    """P tasks: the toy task under P ids, each statement marked with its copy (its own prompt, its own episodes)."""
+    task = json.loads(TASKS.read_text().splitlines()[0])
+    rows = []
+    for k in range(P):
+        row = dict(task, instance_id=f"{task['instance_id']}-copy{k}")
+        row["problem_statement"] = f"{task['problem_statement']}(Task copy {k}.)\n"
+        rows.append(json.dumps(row))
+    (pool := work / "pool.jsonl").write_text("\n".join(rows) + "\n")
+    return pool
 
 
-def _sync(server: Any, model: Path, work: Path) -> dict[str, Any]:
+def _sync(server: Any, model: Path, work: Path, pool: Path) -> dict[str, Any]:
     from swerl_cli.policy.refresh import reload
 
     url, cur = server.base_url.removesuffix("/v1"), str(model)
@@ -59,7 +69,12 @@ def _sync(server: Any, model: Path, work: Path) -> dict[str, Any]:
     done = []  # seconds from the start at which each update's weights were live on the server
     for n in range(N):
         graded, nxt = work / f"graded-{n}.jsonl", work / f"ckpt-{n + 1}"
-        subprocess.run(f"{_collect(url, f'sync-{n}', 1000 * n)} > {graded}", shell=True, check=True)
+        collect = (
+            f"{SWERL} collect --policy openai --model swerl-policy --policy-version server --base-url {url}/v1 "
+            f"--samples {G} --run sync-{n} --max-turns {T_MAX} --max-context-tokens {CONTEXT} --max-new-tokens 64 "
+            f"--concurrency {P * G} --seed {100000 + n * 1000} {pool} | {SWERL} grade --workers {P * G}"
+        )
+        subprocess.run(f"{collect} > {graded}", shell=True, check=True)
         cmd = f"{SWERL} dapo {graded} --model {cur} --output {nxt} --loss dapo {DAPO} > {work / f'dapo-{n}.json'}"
         subprocess.run(cmd, shell=True, check=True, stderr=subprocess.DEVNULL)
         reload(url, str(nxt))
@@ -72,31 +87,28 @@ def _sync(server: Any, model: Path, work: Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _async(server: Any, model: Path, work: Path, k: int) -> dict[str, Any]:
+def _async(server: Any, model: Path, work: Path, pool: Path, k: int) -> dict[str, Any]:
     from swerl_cli.policy.refresh import reload
 
     url = server.base_url.removesuffix("/v1")
     reload(url, str(model))
-    stream = work / "stream"  # one graded file per pass (make rl ASYNC's layout), followed as a directory
-    stream.mkdir()
-    passes = " ".join(str(r) for r in range(3 * N + 2))
-    # K + 1 passes in flight (a staleness bound of K lets the sampler run K groups ahead): while one pass waits for
-    # its slowest episode, the next one keeps the server busy.
-    one = f"( {_collect(url, 'async-$r', '$((1000 * r))')} -o {stream}/async-$r.jsonl ) &"
-    state = work / "run" / "follow_state.json"
-    # the passes the trainer has used up: its updates and the groups it dropped as too stale (scripts/rl-async.sh's
-    # used(); counting updates alone shrank the lead by one pass for every dropped group, for good)
-    field = f"grep -o '\"%s\": [0-9]*' {state} 2>/dev/null | grep -o '[0-9]*$' || echo 0"
-    used = f"$(( $({field % 'updates'}) + $({field % 'dropped_stale'}) ))"
-    ahead = f"while [ $((r - {used})) -gt {k} ]; do sleep 0.5; done"  # never more than K + 1 groups ahead
-    loop = f"for r in {passes}; do {ahead}; while [ $(jobs -rp | wc -l) -ge {k + 1} ]; do wait -n; done; {one} done"
-    collector = subprocess.Popen(loop, shell=True, start_new_session=True, stderr=subprocess.DEVNULL)
+    runs = work / "run"  # make rl ASYNC's layout: runs/stream/async-r.jsonl, runs/collected/, runs/follow_state.json
+    (runs / "stream").mkdir(parents=True)
+    env = os.environ | {
+        "RUNS": str(runs), "URL": url, "POOL": str(pool), "G": str(G), "POOL_GROUPS": str(P), "SEED": "1",
+        "MAX_TURNS": str(T_MAX), "CONTEXT": str(CONTEXT), "MAX_NEW_TOKENS": "64", "CONCURRENCY": str(P * G),
+        "STALENESS": str(k), "SWERL": SWERL,
+    }  # fmt: skip
+    collector = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "rl-async.sh"), "collector", "0", str(3 * N + 2)],
+        env=env, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     t0 = time.perf_counter()
     server.reset_busy()
     done = []  # as in _sync: when each update's summary line came out (it is printed after the push)
     try:
-        cmd = f"{SWERL} dapo --follow {stream} --model {model} --output {work / 'run'} --push {url} --max-staleness {k}"
-        cmd += f" --groups-per-update 1 --max-updates {N} --loss tis {DAPO}"
+        cmd = f"{SWERL} dapo --follow {runs / 'stream'} --model {model} --output {runs} --push {url}"
+        cmd += f" --max-staleness {k} --groups-per-update {P} --max-updates {N} --loss tis {DAPO}"
         with subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as follow:
             assert follow.stdout is not None
             with (work / "follow.jsonl").open("wb") as out:
@@ -129,19 +141,20 @@ def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     model = build_tiny_model(OUT / "tiny", seed=0)
+    pool = _pool(OUT)
     rows = []
     with StandInServer(str(model), t_max=T_MAX, latency_s=LATENCY) as server:
         (OUT / "sync").mkdir()
-        rows.append(_sync(server, model, OUT / "sync"))
+        rows.append(_sync(server, model, OUT / "sync", pool))
         for k in KS:
             (OUT / f"async-k{k}").mkdir()
-            rows.append(_async(server, model, OUT / f"async-k{k}", k))
+            rows.append(_async(server, model, OUT / f"async-k{k}", pool, k))
         turns = sorted(server.turn_counts)
     base = rows[0]["wall_s"]
     for r in rows:  # after the first update (the pipeline is full from there on): seconds per further update
         u = r["update_s"]
         r["steady_s"] = (u[-1] - u[0]) / (len(u) - 1) if len(u) > 1 else float("nan")
-    print(f"workload: {N} updates x 1 group of G={G}, toy task in docker, latency {LATENCY}s/turn lognormal, ", end="")
+    print(f"workload: {N} updates x {P} groups of G={G}, toy task in docker, {LATENCY}s/turn lognormal, ", end="")
     print(f"turns p50 {turns[len(turns) // 2]} p90 {turns[int(len(turns) * 0.9)]} max {turns[-1]} (t_max {T_MAX})")
     head = f"{'mode':<8}{'K':>3}{'wall s':>9}{'speed-up':>10}{'s/update after the 1st':>24}{'speed-up':>10}"
     print(f"{head}{'sampler idle':>14}{'staleness max':>15}{'dropped':>9}")

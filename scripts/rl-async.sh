@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The asynchronous RL loop (make rl ASYNC=1 STALENESS=K, POLICY=vllm-server): collection never waits for the trainer.
 #
-#   collector (background): passes r = 0, 1, ... over the task pool (at most K + 1 ahead of the trainer's updates),
-#       each `swerl collect --policy-version server` (every turn records the server's weight version) | `swerl
-#       grade`, pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its collected ones in
-#       $RUNS/collected/async-r.jsonl)
+#   collector (background): passes r = 0, 1, ... over the task pool (at most K + 1 ahead of the trainer's updates,
+#       that many running at once), each `swerl collect --policy-version server` (every turn records the server's
+#       weight version) | `swerl grade`, pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its
+#       collected ones in $RUNS/collected/async-r.jsonl)
 #   trainer (foreground):   `swerl dapo --follow $RUNS/stream --output $RUNS --push URL` (the directory: every pass
 #       file): one update per POOL_GROUPS complete groups sampled at most K optimizer steps ago; each new checkpoint is
 #       reloaded into the same server in place (drained: requests in flight finish on the old weights; probe-checked)
 #
 # Restartable after kill -9 of the collector, its collect or grade, or the trainer: the trainer resumes from
 # $RUNS/follow_state.json and skips consumed records; a restarted collector skips finished passes (marked
-# async-r.done) and resumes an unfinished one (collect --resume collects only its missing samples, grade --resume
+# async-r.done) and resumes every unfinished one (collect --resume collects only its missing samples, grade --resume
 # cuts a torn last line and grades only what its file lacks), so every group of every pass completes and is
 # trained once. Each pass file has one writer at a time (grade -o locks it). Environment: what mk/rl.mk passes.
 set -euo pipefail
@@ -36,14 +36,20 @@ one_pass() { # pass $1: fresh (collect | grade, pipelined) or resumed after a ki
   touch "$RUNS/collected/async-$1.done"
 }
 
-collector() { # passes $1 .. $2 over the pool, at most STALENESS + 1 passes ahead of the trainer
+collector() { # passes $1 .. $2 over the pool, at most STALENESS + 1 ahead of the trainer, that many at once
   mkdir -p "$RUNS/collected" "$RUNS/stream"
+  local r pids=()
   for r in $(seq "$1" "$2"); do
     if [ -e "$RUNS/collected/async-$r.done" ]; then continue; fi
     # a pass is one update's worth of groups: running further ahead would only make groups the trainer drops
     while [ $((r - $(used))) -gt "$STALENESS" ]; do sleep 1; done
-    one_pass "$r"
+    # passes overlap: while one waits for its slowest episodes, the next keeps the server busy (a failed pass
+    # ends the collector with its status: `wait -n` under set -e)
+    while [ "$(jobs -rp | wc -l)" -gt "$STALENESS" ]; do wait -n; done
+    one_pass "$r" &
+    pids+=($!)
   done
+  for p in "${pids[@]}"; do wait "$p"; done # bash keeps each status, also of those `wait -n` reaped
 }
 if [ "${1:-}" = collector ]; then collector "$2" "$3"; exit 0; fi
 

@@ -26,6 +26,12 @@ from tests.agent.server import TinyServer
 FIX = "sed -i '/upper/d' greet/core.py"
 
 
+def _episode_key(messages: list[dict[str, Any]], body: dict[str, Any]) -> int:
+    """A seed for one episode: its request seed and its whole task prompt (tasks of one pass share the seed)."""
+    first_user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    return int.from_bytes(hashlib.sha256(f"{body.get('seed')}|{first_user}".encode()).digest()[:8], "big")
+
+
 def _block(cmd: str, note: str) -> str:
     return f"{note}\n```command\n{cmd}\n```"
 
@@ -47,9 +53,7 @@ class StandInServer(TinyServer):
 
     # ---------------------------------------------------------------------------------------------- the agent
     def _episode(self, messages: list[dict[str, Any]], body: dict[str, Any]) -> random.Random:
-        first_user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
-        key = f"{body.get('seed')}|{first_user[:400]}".encode()
-        return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+        return random.Random(_episode_key(messages, body))
 
     def scripted_reply(self, messages: list[dict[str, Any]], body: dict[str, Any]) -> str | None:
         if not self.scripted:
@@ -110,7 +114,7 @@ class StandInServer(TinyServer):
             self.inflight += 1
         try:
             if self.latency_s > 0:
-                rng = random.Random(hash((body.get("seed"), len(body["messages"]))))
+                rng = random.Random(_episode_key(body["messages"], body) + len(body["messages"]))
                 time.sleep(self.latency_s * rng.lognormvariate(0.0, 0.6))
             return super().respond(path, body)
         finally:

@@ -179,7 +179,8 @@ def _commit(out: Path, st: FollowState, batch_groups: list[list[Located]], summa
 
 
 def _take_batch(buf: GroupBuffer, st: FollowState, opts: FollowOptions) -> list[tuple[list[Located], int]] | None:
-    """Drop complete groups older than K steps (consumed, counted); the first `groups_per_update` fresh ones."""
+    """Drop complete groups older than K steps (consumed, counted); then `groups_per_update` fresh ones, the oldest
+    first (in arrival order among equals): a group overtaken by younger ones is trained before it ages out."""
     fresh: list[tuple[list[Located], int]] = []
     for g in buf.ready:
         age = st.global_step - group_step(g, st.versions)
@@ -193,9 +194,10 @@ def _take_batch(buf: GroupBuffer, st: FollowState, opts: FollowOptions) -> list[
     buf.ready = [g for g, _ in fresh]
     if len(fresh) < opts.groups_per_update:
         return None
-    batch = fresh[: opts.groups_per_update]
-    buf.ready = buf.ready[opts.groups_per_update :]
-    return batch
+    order = sorted(range(len(fresh)), key=lambda i: -fresh[i][1])  # stable: arrival order among equal ages
+    take = order[: opts.groups_per_update]
+    buf.ready = [g for i, (g, _) in enumerate(fresh) if i not in take]
+    return [fresh[i] for i in take]
 
 
 def run_follow(src: str, cfg: DapoConfig, opts: FollowOptions, log: Log) -> Iterator[dict[str, Any]]:

@@ -130,9 +130,13 @@ def test_kill_9_of_collector_or_grader_loses_no_graded_record_and_trains_none_tw
     trained = [json.loads(x)["id"] for b in batches for x in b.splitlines()]
     assert sorted(trained) == sorted(stream), f"lost or doubled records (kills {kills})"
     state = json.loads((runs / "follow_state.json").read_text())
-    assert (state["updates"], state["global_step"], state["dropped_stale"]) == (PASSES, PASSES, 0), kills
+    summaries = [json.loads(x) for x in out.decode().splitlines()]
+    # the global step counts each update's optimizer steps once (a group of one reward is skipped: 0 steps)
+    steps = sum(x["steps"] for x in summaries)
+    assert (state["updates"], state["global_step"], state["dropped_stale"]) == (PASSES, steps, 0), kills
+    assert steps >= 1
     assert sorted(state["consumed"]) == sorted(stream)
-    assert [json.loads(x)["follow"]["update"] for x in out.decode().splitlines()] == list(range(PASSES))
+    assert [x["follow"]["update"] for x in summaries] == list(range(PASSES))
     print(f"kills: {kills}")
 
 
@@ -148,3 +152,60 @@ def test_the_collector_counts_the_passes_the_trainer_used(tmp_path):
     (tmp_path / "follow_state.json").unlink()  # before the first commit: nothing used
     got = subprocess.run(["bash", "-euo", "pipefail", "-c", f"{funcs}\nused"], env=env, capture_output=True, text=True)
     assert got.stdout.strip() == "0"
+
+
+FAKE_SWERL = r"""#!/usr/bin/env bash
+# collect: log start/end of its pass (--run async-r), one line out; grade: read it, write nothing
+if [ "$1" = collect ]; then
+  while [ $# -gt 0 ] && [ "$1" != --run ]; do shift; done
+  echo "start $2" >> "$LOG"; sleep "$NAP"; echo '{}'; echo "end $2" >> "$LOG"
+else
+  cat > /dev/null
+fi
+"""
+
+
+def _wait_for(cond, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.1)
+
+
+def test_the_collector_runs_k_plus_1_passes_at_once_and_no_further_ahead(tmp_path):
+    """scripts/rl-async.sh's collector: passes overlap (K + 1 at once, never more), and pass r waits until the
+    trainer has used pass r - K - 1 (its `used` count from follow_state.json)."""
+    fake, log = tmp_path / "swerl", tmp_path / "log"
+    fake.write_text(FAKE_SWERL)
+    fake.chmod(0o755)
+    state = tmp_path / "follow_state.json"
+    state.write_text(json.dumps({"updates": 0, "dropped_stale": 0}))
+    env = os.environ | {
+        "RUNS": str(tmp_path), "URL": "http://127.0.0.1:9", "POOL": "pool.jsonl", "G": "2", "POOL_GROUPS": "1",
+        "SEED": "0", "MAX_TURNS": "1", "CONTEXT": "64", "MAX_NEW_TOKENS": "8", "CONCURRENCY": "1", "STALENESS": "1",
+        "SWERL": str(fake), "LOG": str(log), "NAP": "1.5",
+    }  # fmt: skip
+    cmd = ["bash", str(ROOT / "scripts" / "rl-async.sh"), "collector", "0", "3"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True)
+    try:
+        _wait_for(lambda: log.exists() and log.read_text().count("end ") == 2)
+        time.sleep(2.5)  # passes 0 and 1 ran side by side and ended; pass 2 is 2 ahead of `used` (0): it waits
+        events = log.read_text().split("\n")[:-1]
+        assert sorted(events[:2]) == ["start async-0", "start async-1"], events  # both before either ended
+        assert sorted(events) == ["end async-0", "end async-1", "start async-0", "start async-1"], events
+        state.write_text(json.dumps({"updates": 1, "dropped_stale": 0}))  # the trainer used pass 0: pass 2 may go
+        _wait_for(lambda: "start async-2" in log.read_text())
+        time.sleep(2.5)
+        assert "start async-3" not in log.read_text()  # 2 ahead of `used` (1) again
+        state.write_text(json.dumps({"updates": 2, "dropped_stale": 0}))
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    events = log.read_text().split("\n")[:-1]
+    running, most = 0, 0
+    for e in events:
+        running += 1 if e.startswith("start") else -1
+        most = max(most, running)
+    assert most == 2, events  # K + 1 at once, never more
+    assert all((tmp_path / "collected" / f"async-{r}.done").exists() for r in range(4))

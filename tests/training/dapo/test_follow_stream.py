@@ -73,7 +73,7 @@ def test_stale_groups_are_dropped_and_consumed_fresh_ones_batched(tmp_path: Path
     opts = FollowOptions("m", str(tmp_path), max_staleness=1, groups_per_update=2)
     batch = _take_batch(buf, st, opts)
     assert batch is not None
-    assert [(g[0].obj["instance_id"], age) for g, age in batch] == [("T1", 0), ("T2", 1)]
+    assert [(g[0].obj["instance_id"], age) for g, age in batch] == [("T2", 1), ("T1", 0)]  # the oldest first
     assert st.dropped_stale == 1
     assert len(st.consumed) == 2
     assert all(c.startswith("T0/") for c in st.consumed)
@@ -147,3 +147,18 @@ def test_a_followed_file_rewritten_under_the_reader_is_one_clear_error(tmp_path:
     f.write_bytes(b"")  # a fresh `grade -o` (no --resume) empties its file: what was read would be read again
     with pytest.raises(InputError, match="async-0.jsonl:2: shrank below the lines already read"):
         next(it)
+
+
+def test_a_group_overtaken_by_younger_ones_trains_before_it_ages_out(tmp_path: Path):
+    """Arrival order is not age order when passes overlap: the older group goes first, the younger ones wait."""
+    st = FollowState(updates=3, global_step=3, model="m", versions={"v2": 2, "v3": 3})
+    buf = GroupBuffer(2, set())
+    for i, v in enumerate(["v3", "v3", "v2", "v3"]):  # T2 (staleness 1) arrives third
+        for s in range(2):
+            buf.add(_loc(rollout(f"T{i}", s, version=v)))
+    opts = FollowOptions("m", str(tmp_path), max_staleness=1, groups_per_update=2)
+    batch = _take_batch(buf, st, opts)
+    assert batch is not None
+    assert [(g[0].obj["instance_id"], age) for g, age in batch] == [("T2", 1), ("T0", 0)]
+    assert [g[0].obj["instance_id"] for g in buf.ready] == ["T1", "T3"]  # arrival order kept for the next update
+    assert st.dropped_stale == 0
