@@ -57,6 +57,9 @@ def _synth(
         list[str] | None, _opt("Command run in /testbed when the image is built (repeatable).", metavar="CMD")
     ] = None,
     validate: Annotated[int, _opt("Gold and empty runs per task before it is written (0: none).", metavar="R")] = 1,
+    located: Annotated[
+        bool, _opt("Keep only mutants whose statement's traceback shows the mutated line (FILE:LINE).", "--located")
+    ] = False,
 ) -> None:
     import time
     from pathlib import Path
@@ -68,7 +71,7 @@ def _synth(
         name=name, mutators=tuple(m.strip() for m in mutators.split(",")) if mutators else MUTATORS,
         files=tuple(files or ()), tests=tuple(tests or ()), test_cmd=test_cmd, per_function=per_function,
         tries=tries, max_tasks=max_tasks, holdout=holdout, seed=seed, workers=workers, timeout_s=timeout_s,
-        base_image=base, setup=tuple(setup or ()), validate=validate,
+        base_image=base, setup=tuple(setup or ()), validate=validate, located=located,
     )  # fmt: skip
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)

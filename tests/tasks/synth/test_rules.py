@@ -7,7 +7,7 @@ from typing import Any
 from swerl_cli.tasks.synth.mutators import mutations
 from swerl_cli.tasks.synth.plan import assign_splits, function_key, order_candidates
 from swerl_cli.tasks.synth.probe import judge
-from swerl_cli.tasks.synth.statement import head_line, problem_statement
+from swerl_cli.tasks.synth.statement import head_line, problem_statement, shows_line
 
 PASSING = ["t.py::test_a", "t.py::test_b", "t.py::C::test_c"]
 
@@ -99,3 +99,14 @@ def test_problem_statement_names_the_test_and_shows_its_report_tail() -> None:
     assert "E   assert False" in other
     assert "test_a" not in other
     assert "fails." in problem_statement(["t.py::gone"], LOG)  # no report: the id alone
+
+
+def test_shows_line_matches_a_frame_of_the_report_only() -> None:
+    text = problem_statement(["t.py::test_a"], LOG)
+    assert shows_line(text, "t.py", 3)
+    assert shows_line(text, "m.py", 2)  # the frame below the test: where the bug is
+    assert not shows_line(text, "t.py", 30)  # another line
+    assert not shows_line(text, "t.py", 4)
+    assert not shows_line(text, "x/t.py", 3)  # another file with the same tail
+    assert shows_line("  pkg/sub/t.py:3: in f", "sub/t.py", 3)  # a frame printed with a longer path
+    assert not shows_line("pkg/subt.py:3: in f", "t.py", 3)

@@ -116,3 +116,50 @@ def test_bad_input_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "--mutators: unknown nope" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+SEQ = """def last(xs):
+    return xs[len(xs) - 1]
+
+
+def ratio(a, b):
+    total = a + b
+    return a / total
+"""
+SEQ_TESTS = """from tinylib.seq import last, ratio
+
+
+def test_last():
+    assert last([4, 5]) == 5
+
+
+def test_ratio():
+    assert ratio(1, 3) == 0.25
+"""
+
+
+@pytest.mark.docker
+def test_located_keeps_only_mutants_whose_traceback_shows_the_line(tmp_path: Path) -> None:
+    repo, out = make_repo(tmp_path / "tinylib-src"), tmp_path / "out"
+    (repo / "tinylib" / "seq.py").write_text(SEQ)
+    (repo / "tests" / "test_seq.py").write_text(SEQ_TESTS)
+    name = f"synthloc-{secrets.token_hex(3)}"
+    res = swerl("tasks", "synth", str(repo), "-o", str(out), "--name", name, "--files", "tinylib/seq.py",
+                "--mutators", "off_by_one,op_flip", "--tries", "6", "--holdout", "0", "--validate", "0",
+                "--located")  # fmt: skip
+    try:
+        rows = [json.loads(ln) for ln in (out / "train.jsonl").read_text().splitlines()]
+        stats = json.loads((out / "stats.json").read_text())
+        unlocated = sum(v.get("unlocated", 0) for v in stats["per_mutator"].values())
+        # `xs[len(xs) - 1]` -> `... + 1` / `- 2` raise IndexError inside seq.py (located); ratio's value-only
+        # failures (`a - b`, `a * total`, ...) show only the test's line (unlocated)
+        assert rows, res.stderr
+        assert unlocated >= 1, res.stderr
+        for r in rows:
+            line = r["synth"]["line"]
+            assert f"tinylib/seq.py:{line}: in " in r["problem_statement"], r["problem_statement"]
+        assert ": unlocated" in res.stderr
+    finally:
+        ids = subprocess.run(["docker", "images", "-q", f"swerl-synth-{name}"], capture_output=True, text=True)
+        if ids.stdout.split():
+            subprocess.run(["docker", "rmi", "-f", *set(ids.stdout.split())], capture_output=True)

@@ -27,7 +27,7 @@ from swerl_cli.streams.records import Task
 from swerl_cli.tasks.mining import image_slug
 from swerl_cli.tasks.synth import plan, probe, repo
 from swerl_cli.tasks.synth.mutators import MUTATORS, Mutation, mutations
-from swerl_cli.tasks.synth.statement import problem_statement
+from swerl_cli.tasks.synth.statement import problem_statement, shows_line
 
 PYTEST = (
     "python3 -m pytest -rA --tb=short -p no:cacheprovider --color=no"
@@ -55,6 +55,7 @@ class SynthConfig:
     base_image: str = "swerl-base"
     setup: tuple[str, ...] = ()
     validate: int = 1
+    located: bool = False  # keep only mutants whose statement's traceback shows the mutated line
 
     def __post_init__(self) -> None:
         bad = [m for m in self.mutators if m not in MUTATORS]
@@ -228,6 +229,10 @@ def _kept(
                 continue
             task.FAIL_TO_PASS, task.PASS_TO_PASS, log, secs = verdict
             task.problem_statement = problem_statement(task.FAIL_TO_PASS, log)
+            if cfg.located and not shows_line(task.problem_statement, m.path, m.line):
+                stats.bump(m.kind, "unlocated")
+                emit("rejected", (task.instance_id, "unlocated"))
+                continue
             stats.grade_s.append(secs)
             stats.bump(m.kind, "kept")
             per_fn[plan.function_key(m)] = per_fn.get(plan.function_key(m), 0) + 1

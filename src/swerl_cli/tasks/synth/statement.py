@@ -53,6 +53,11 @@ def _trim(lines: list[str]) -> list[str]:
     return [ln[:300] for ln in lines]
 
 
+def shows_line(statement: str, path: str, line: int) -> bool:
+    """Whether the statement's report names `path:line:` as a frame (pytest's `--tb=short` form `path:N: in f`)."""
+    return re.search(rf"(^|[\s/]){re.escape(path)}:{line}:", statement, re.MULTILINE) is not None
+
+
 def problem_statement(failing: list[str], log: str) -> str:
     """The text an agent is given: the first failing test (in id order) with its report tail."""
     blocks = failure_blocks(log)
