@@ -24,13 +24,15 @@
 
 PM_RUNS ?= runs/paper-mini
 PM_MODEL ?= .cache/smollm2-135m-instruct
-# Task sources: the toolz tasks when `make synth-tasks` made them, else the example-derived ones.
-PM_SRC ?= $(if $(wildcard .cache/synth/toolz/heldout.jsonl),.cache/synth/toolz,.cache/synth/examples/*)
+# Task sources: the located toolz tasks (`make synth-tasks-located`: the statement's traceback shows the bug's line)
+# when present, else the default toolz family (`make synth-tasks`), else the example-derived ones.
+PM_SRC ?= $(firstword $(patsubst %/heldout.jsonl,%,$(wildcard .cache/synth/toolz-located/heldout.jsonl \
+	.cache/synth/toolz/heldout.jsonl)) .cache/synth/examples/*)
 PM_TRAIN_SRC ?= $(wildcard $(PM_SRC)/train.jsonl)
 PM_HELDOUT_SRC ?= $(wildcard $(PM_SRC)/heldout.jsonl)
-PM_HELDOUT_N ?= 8
+PM_HELDOUT_N ?= 16
 PM_TRAIN_N ?= 16
-PM_DEMO_N ?= 16
+PM_DEMO_N ?= 50
 # The small-model scaffold: a short prompt with one worked example, a 9-line editor window (examples/paper-mini/).
 PM_COLLECT_CONFIG ?= examples/paper-mini/collect.yaml
 PM_DEMO_POLICY ?= gold-steps
@@ -38,19 +40,26 @@ PM_ITERS ?= 2
 PM_K ?= 4
 PM_G ?= 4
 PM_MAX_TURNS ?= 6
-PM_MAX_NEW_TOKENS ?= 256
-PM_CONTEXT ?= 4096
-PM_CONCURRENCY ?= 4
+PM_MAX_NEW_TOKENS ?= 96
+PM_CONTEXT ?= 2048
+PM_CONCURRENCY ?= 6
 PM_L_THR ?= 2
 PM_EPS_HIGH ?= 0.3
-PM_BATCH ?= $(shell echo $$(( $(PM_G) * $(PM_TRAIN_N) )))
-PM_DAPO_LR ?= 1e-5
-PM_RFT_LR ?= 1e-4
-PM_RFT_EPOCHS ?= 1
+# DAPO's optimizer batch: 4 groups per step, so an iteration's pool makes up to 4 steps
+PM_BATCH ?= $(shell echo $$(( $(PM_G) * 4 )))
+PM_DAPO_LR ?= 2e-5
+PM_RFT_LR ?= 2e-4
+PM_RFT_EPOCHS ?= 3
 PM_RFT_BATCH ?= 4
 # Cap on RFT's optimizer steps (empty: every epoch in full); on a loaded 2-core machine the trainer sees ~8 tokens/s.
 PM_RFT_MAX_STEPS ?=
 PM_STAGE2_FROM ?= 2
+# The grader's test timeout (swerl grade's default is the harness's 1,800 s): toolz's suite runs in 1-3 s quiet and
+# ~25 s under heavy load, while a patch that makes it loop would hold a rollout batch for half an hour.
+PM_GRADE_TIMEOUT ?= 120
+# swerl dapo's default packs 16,384 tokens per forward/backward: ~20 GB of fp32 activations for SmolLM2's 30 layers,
+# which with the vLLM server beside it does not fit 24 GiB (the kernel killed it); 4,096 tokens is ~5 GB.
+PM_DAPO_ARGS ?= --micro-batch-tokens 4096
 PM_SEED ?= 0
 PM_PORT ?= 8012
 PM_COLLECT_ARGS ?=
@@ -63,7 +72,8 @@ PM_RL = make --no-print-directory RUNS=$(PM_RUNS) POLICY=vllm-server MODEL=$(PM_
 	TASKS=$(PM_RUNS)/train.jsonl EVAL_TASKS=$(PM_RUNS)/heldout.jsonl G=$(PM_G) EVAL_SAMPLES=$(PM_K) \
 	MAX_TURNS=$(PM_MAX_TURNS) MAX_NEW_TOKENS=$(PM_MAX_NEW_TOKENS) CONTEXT=$(PM_CONTEXT) \
 	CONCURRENCY=$(PM_CONCURRENCY) L_THR=$(PM_L_THR) BATCH=$(PM_BATCH) LR=$(PM_DAPO_LR) SEED=$(PM_SEED) \
-	VLLM_PORT=$(PM_PORT) VLLM_STATE=$(PM_RUNS)/vllm COLLECT_ARGS='-c $(PM_COLLECT_CONFIG) $(PM_COLLECT_ARGS)'
+	VLLM_PORT=$(PM_PORT) VLLM_STATE=$(PM_RUNS)/vllm COLLECT_ARGS='-c $(PM_COLLECT_CONFIG) $(PM_COLLECT_ARGS)' \
+	GRADE_ARGS='--timeout-s $(PM_GRADE_TIMEOUT)' DAPO_ARGS='$(PM_DAPO_ARGS)'
 PM_STAGE1 = STAGE=1 T_MAX=$(PM_MAX_TURNS) EPS_HIGH=$(PM_EPS_HIGH)
 PM_MAX_TURNS2 = $(shell echo $$(( 2 * $(PM_MAX_TURNS) )))
 PM_STAGE2 = STAGE=2 T_MAX=$(PM_MAX_TURNS2) MAX_TURNS=$(PM_MAX_TURNS2) EPS_HIGH=0.26 \
@@ -73,13 +83,13 @@ PM_STAGE2 = STAGE=2 T_MAX=$(PM_MAX_TURNS2) MAX_TURNS=$(PM_MAX_TURNS2) EPS_HIGH=0
 
 paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootstrapped) -> eval -> DAPO -> eval, then the table
 	@test -e $(PM_MODEL)/config.json || { echo "paper-mini: $(PM_MODEL) missing: run make real-model" >&2; exit 1; }
-	@test -n "$(PM_HELDOUT_SRC)" || { echo "paper-mini: no tasks under $(PM_SRC): run make synth-tasks" >&2; exit 1; }
+	@test -n "$(PM_HELDOUT_SRC)" || { echo "paper-mini: no tasks under $(PM_SRC): run make synth-tasks-located" >&2; exit 1; }
 	@mkdir -p $(PM_RUNS)
 	@test -s $(PM_RUNS)/heldout.jsonl || { cat $(PM_HELDOUT_SRC) | head -n $(PM_HELDOUT_N) > $(PM_RUNS)/.h.tmp \
 	  && mv $(PM_RUNS)/.h.tmp $(PM_RUNS)/heldout.jsonl; }
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_TRAIN_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED)}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "tasks": "$(PM_SRC)"}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
@@ -100,7 +110,8 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 paper-mini-demos:
 	@set -eo pipefail; mkdir -p $(PM_RUNS)/rft; cat $(PM_TRAIN_SRC) | shuf -n $(PM_DEMO_N) --random-source=<(yes $(PM_SEED)-demos) \
 	  | $(SWERL) collect --policy $(PM_DEMO_POLICY) --run bootstrap-gold-demos $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
-	  | $(SWERL) grade --workers $(PM_CONCURRENCY) | $(SWERL) filter --resolved - > $(PM_RUNS)/rft/.demos.jsonl.tmp
+	  | $(SWERL) grade --workers $(PM_CONCURRENCY) --timeout-s $(PM_GRADE_TIMEOUT) \
+	  | $(SWERL) filter --resolved - > $(PM_RUNS)/rft/.demos.jsonl.tmp
 	@mv $(PM_RUNS)/rft/.demos.jsonl.tmp $(PM_RUNS)/rft/demos.jsonl
 
 # SmolLM2's template has no {% generation %} markers, which --rerender needs: rft starts from a copy of the model
