@@ -57,6 +57,7 @@ PM_STAGE2_FROM ?= 2
 # The grader's test timeout (swerl grade's default is the harness's 1,800 s): toolz's suite runs in 1-3 s quiet and
 # ~25 s under heavy load, while a patch that makes it loop would hold a rollout batch for half an hour.
 PM_GRADE_TIMEOUT ?= 120
+PM_GRADE_ARGS = --timeout-s $(PM_GRADE_TIMEOUT)
 # swerl dapo's default packs 16,384 tokens per forward/backward: ~20 GB of fp32 activations for SmolLM2's 30 layers,
 # which with the vLLM server beside it does not fit 24 GiB (the kernel killed it); 4,096 tokens is ~5 GB.
 PM_DAPO_ARGS ?= --micro-batch-tokens 4096
@@ -73,7 +74,7 @@ PM_RL = make --no-print-directory RUNS=$(PM_RUNS) POLICY=vllm-server MODEL=$(PM_
 	MAX_TURNS=$(PM_MAX_TURNS) MAX_NEW_TOKENS=$(PM_MAX_NEW_TOKENS) CONTEXT=$(PM_CONTEXT) \
 	CONCURRENCY=$(PM_CONCURRENCY) L_THR=$(PM_L_THR) BATCH=$(PM_BATCH) LR=$(PM_DAPO_LR) SEED=$(PM_SEED) \
 	VLLM_PORT=$(PM_PORT) VLLM_STATE=$(PM_RUNS)/vllm COLLECT_ARGS='-c $(PM_COLLECT_CONFIG) $(PM_COLLECT_ARGS)' \
-	GRADE_ARGS='--timeout-s $(PM_GRADE_TIMEOUT)' DAPO_ARGS='$(PM_DAPO_ARGS)'
+	GRADE_ARGS='$(PM_GRADE_ARGS)' DAPO_ARGS='$(PM_DAPO_ARGS)'
 PM_STAGE1 = STAGE=1 T_MAX=$(PM_MAX_TURNS) EPS_HIGH=$(PM_EPS_HIGH)
 PM_MAX_TURNS2 = $(shell echo $$(( 2 * $(PM_MAX_TURNS) )))
 PM_STAGE2 = STAGE=2 T_MAX=$(PM_MAX_TURNS2) MAX_TURNS=$(PM_MAX_TURNS2) EPS_HIGH=0.26 \
@@ -89,7 +90,7 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	  && mv $(PM_RUNS)/.h.tmp $(PM_RUNS)/heldout.jsonl; }
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_TRAIN_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "tasks": "$(PM_SRC)"}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)"}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
@@ -110,7 +111,7 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 paper-mini-demos:
 	@set -eo pipefail; mkdir -p $(PM_RUNS)/rft; cat $(PM_TRAIN_SRC) | shuf -n $(PM_DEMO_N) --random-source=<(yes $(PM_SEED)-demos) \
 	  | $(SWERL) collect --policy $(PM_DEMO_POLICY) --run bootstrap-gold-demos $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
-	  | $(SWERL) grade --workers $(PM_CONCURRENCY) --timeout-s $(PM_GRADE_TIMEOUT) \
+	  | $(SWERL) grade --workers $(PM_CONCURRENCY) $(PM_GRADE_ARGS) \
 	  | $(SWERL) filter --resolved - > $(PM_RUNS)/rft/.demos.jsonl.tmp
 	@mv $(PM_RUNS)/rft/.demos.jsonl.tmp $(PM_RUNS)/rft/demos.jsonl
 
