@@ -80,7 +80,7 @@ PM_MAX_TURNS2 = $(shell echo $$(( 2 * $(PM_MAX_TURNS) )))
 PM_STAGE2 = STAGE=2 T_MAX=$(PM_MAX_TURNS2) MAX_TURNS=$(PM_MAX_TURNS2) EPS_HIGH=0.26 \
 	POOL=$(PM_RUNS)/stage2-pool.jsonl
 
-.PHONY: paper-mini paper-mini-demos paper-mini-rft paper-mini-table paper-mini-report paper-mini-stop
+.PHONY: paper-mini paper-mini-demos paper-mini-rft paper-mini-table paper-mini-report paper-mini-stop paper-mini-async
 
 paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootstrapped) -> eval -> DAPO -> eval, then the table
 	@test -e $(PM_MODEL)/config.json || { echo "paper-mini: $(PM_MODEL) missing: run make real-model" >&2; exit 1; }
@@ -139,3 +139,24 @@ paper-mini-report:  ## swerl report of a paper-mini run: RUN/report.html (base e
 
 paper-mini-stop:  ## stop paper-mini's vLLM server (make paper-mini stops it when it ends)
 	@bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm
+
+# The asynchronous loop on the same run (issue 25's learning test on the real-model family): from the same RFT
+# checkpoint, on the same train pool and settings, `make rl ASYNC=1 STALENESS=PM_STALENESS` runs PM_ITERS updates of
+# one pool's worth of groups each (collection never waits; groups at most K steps stale; loss `tis`), then the last
+# checkpoint is evaluated on the held-out split with the same seeds as the synchronous evals, and
+# scripts/paper_mini_async.py compares it with the synchronous run's last DAPO checkpoint (needs make paper-mini
+# first):                                      -> RUN/async/iter-k/..., RUN/async/compare.{md,json}
+# K in optimizer steps: one update of the pool makes up to ceil(PM_TRAIN_N x PM_G / PM_BATCH) = 4 steps, so K = 4
+# lets the collector run one pass ahead of the trainer (scripts/rl-async.sh `ahead`); a smaller K drops that pass.
+PM_STALENESS ?= $(shell echo $$(( ($(PM_TRAIN_N) * $(PM_G) + $(PM_BATCH) - 1) / $(PM_BATCH) )))
+PM_ASYNC_PORT ?= 8014
+PM_ASYNC = $(PM_RL) $(PM_STAGE1) RUNS=$(PM_RUNS)/async VLLM_STATE=$(PM_RUNS)/async/vllm VLLM_PORT=$(PM_ASYNC_PORT)
+
+paper-mini-async:  ## the async loop (STALENESS=PM_STALENESS) from paper-mini's RFT checkpoint, evaluated and compared with the sync DAPO
+	@test -s $(PM_RUNS)/iter-$(PM_ITERS)/eval.json || { echo "paper-mini-async: $(PM_RUNS)/iter-$(PM_ITERS)/eval.json missing: run make paper-mini first" >&2; exit 1; }
+	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_ASYNC_PORT) $(PM_RUNS)/async/vllm' EXIT; \
+	bash scripts/paper-mini-stage.sh $(PM_RUNS)/async async-rl $(PM_RUNS)/async/iter-$(PM_ITERS)/ckpt/config.json -- \
+	  $(PM_ASYNC) ASYNC=1 STALENESS=$(PM_STALENESS) ITERS=$(PM_ITERS) VLLM_KEEP=1 rl; \
+	bash scripts/paper-mini-stage.sh $(PM_RUNS)/async async-eval $(PM_RUNS)/async/iter-$(PM_ITERS)/eval.json -- \
+	  $(PM_ASYNC) K=$(PM_ITERS) rl-eval-start
+	@$(PY) scripts/paper_mini_async.py $(PM_RUNS)

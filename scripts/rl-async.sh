@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The asynchronous RL loop (make rl ASYNC=1 STALENESS=K, POLICY=vllm-server): collection never waits for the trainer.
 #
-#   collector (background): passes r = 0, 1, ... over the task pool (at most K + 1 ahead of the trainer's updates,
-#       that many running at once), each `swerl collect --policy-version server` (every turn records the server's
+#   collector (background): passes r = 0, 1, ... over the task pool (at most A = max(1, K / S) ahead of the
+#       trainer's updates, A + 1 running at once; S = the optimizer steps one update makes, see `ahead` below), each `swerl collect --policy-version server` (every turn records the server's
 #       weight version) | `swerl grade`, pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its
 #       collected ones in $RUNS/collected/async-r.jsonl)
 #   trainer (foreground):   `swerl dapo --follow $RUNS/stream --output $RUNS --push URL` (the directory: every pass
@@ -19,6 +19,11 @@ export SWERL=${SWERL:-.venv/bin/swerl}
 
 field() { grep -o "\"$1\": [0-9]*" "$RUNS/follow_state.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
 used() { echo $(($(field updates) + $(field dropped_stale) / POOL_GROUPS)); } # passes the trainer has used up
+# How far the collector runs ahead. Staleness K counts optimizer steps, and one update of POOL_GROUPS x G samples makes
+# up to S = ceil(POOL_GROUPS x G / BATCH) of them, so a pass started A updates ahead of the trainer is about A x S
+# steps old when it is trained: A = K / S passes ahead (at least 1; A = 0 would be the synchronous loop), A + 1 at once.
+steps_per_update() { if [ -n "${BATCH:-}" ]; then echo $(((POOL_GROUPS * G + BATCH - 1) / BATCH)); else echo 1; fi; }
+ahead() { local a=$((STALENESS / $(steps_per_update))); echo $((a > 1 ? a : 1)); }
 
 one_pass() { # pass $1: fresh (collect | grade, pipelined) or resumed after a kill (the missing samples, then grade)
   local c=$RUNS/collected/async-$1.jsonl g=$RUNS/stream/async-$1.jsonl
@@ -36,16 +41,17 @@ one_pass() { # pass $1: fresh (collect | grade, pipelined) or resumed after a ki
   touch "$RUNS/collected/async-$1.done"
 }
 
-collector() { # passes $1 .. $2 over the pool, at most STALENESS + 1 ahead of the trainer, that many at once
+collector() { # passes $1 .. $2 over the pool, at most A = ahead ahead of the trainer, A + 1 at once
   mkdir -p "$RUNS/collected" "$RUNS/stream"
-  local r pids=()
+  local r pids=() a
+  a=$(ahead)
   for r in $(seq "$1" "$2"); do
     if [ -e "$RUNS/collected/async-$r.done" ]; then continue; fi
     # a pass is one update's worth of groups: running further ahead would only make groups the trainer drops
-    while [ $((r - $(used))) -gt "$STALENESS" ]; do sleep 1; done
+    while [ $((r - $(used))) -gt "$a" ]; do sleep 1; done
     # passes overlap: while one waits for its slowest episodes, the next keeps the server busy (a failed pass
     # ends the collector with its status: `wait -n` under set -e)
-    while [ "$(jobs -rp | wc -l)" -gt "$STALENESS" ]; do wait -n; done
+    while [ "$(jobs -rp | wc -l)" -gt "$a" ]; do wait -n; done
     one_pass "$r" &
     pids+=($!)
   done
@@ -60,14 +66,19 @@ mkdir -p "$RUNS"
 stream=$RUNS/stream
 mkdir -p "$stream" "$RUNS/collected"
 POOL_GROUPS=${GROUPS_PER_UPDATE:-$(grep -c . "$POOL")}
-passes=$((ITERS + STALENESS + 1))
+if [ "$STALENESS" -lt "$(steps_per_update)" ]; then
+  echo "rl-async: STALENESS=$STALENESS is below the $(steps_per_update) optimizer steps one update can make" \
+    "($POOL_GROUPS groups x G=$G / BATCH=$BATCH): a pass collected beside the trainer may age out and be dropped;" \
+    "use STALENESS >= $(steps_per_update) or BATCH >= $((POOL_GROUPS * G))" >&2
+fi
+passes=$((ITERS + $(ahead) + 1))
 start_ckpt=$MODEL
 if [ -s "$RUNS/follow_state.json" ]; then
   start_ckpt=$("${PY:-.venv/bin/python}" -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$RUNS/follow_state.json")
 fi
 bash scripts/rl-vllm.sh ensure "$start_ckpt" "$VLLM_PORT" "$VLLM_STATE"
 
-export RUNS MODEL POOL G POOL_GROUPS SEED MAX_TURNS CONTEXT MAX_NEW_TOKENS CONCURRENCY COLLECT_ARGS GRADE_ARGS STALENESS
+export RUNS MODEL POOL G BATCH POOL_GROUPS SEED MAX_TURNS CONTEXT MAX_NEW_TOKENS CONCURRENCY COLLECT_ARGS GRADE_ARGS STALENESS
 setsid bash "$0" collector 0 $((passes - 1)) &
 cpid=$!
 trap 'kill -TERM -- -$cpid 2>/dev/null || true' EXIT

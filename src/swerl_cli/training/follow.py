@@ -221,7 +221,11 @@ def run_follow(src: str, cfg: DapoConfig, opts: FollowOptions, log: Log) -> Iter
         while not done() and (batch := _take_batch(buf, st, opts)) is not None:
             groups = [g for g, _ in batch]
             summary = _run_update(out, st, weighted(batch, opts.stale_decay), cfg_file)
-            summary["staleness"] = {**_staleness([a for _, a in batch]), "decay": opts.stale_decay}
+            summary["staleness"] = {
+                **_staleness([a for _, a in batch]),
+                "k": opts.max_staleness,
+                "decay": opts.stale_decay,
+            }
             summary["follow"] = {"update": st.updates, "dropped_stale_groups": st.dropped_stale}
             (out / f"iter-{st.updates}" / ".dapo.json.tmp").write_text(json.dumps(summary) + "\n")
             if opts.push_url:  # before the commit: a collector that sees the new update count samples the new weights

@@ -154,6 +154,30 @@ def test_the_collector_counts_the_passes_the_trainer_used(tmp_path):
     assert got.stdout.strip() == "0"
 
 
+@pytest.mark.parametrize(
+    ("staleness", "groups", "g", "batch", "want"),
+    [
+        ("2", "4", "4", None, "2"),  # no BATCH: one step per update, K passes ahead
+        ("2", "4", "4", "16", "2"),  # 16 samples, batch 16: one step per update
+        ("4", "16", "4", "16", "1"),  # paper-mini: up to 4 steps per update, K = 4 is one pass ahead
+        ("8", "16", "4", "16", "2"),
+        ("1", "16", "4", "16", "1"),  # K below the steps of one update: still 1 (0 would be the sync loop)
+    ],
+)
+def test_the_collector_runs_ahead_by_staleness_over_steps_per_update(staleness, groups, g, batch, want):
+    """Staleness K counts optimizer steps; a pass started A updates ahead is trained about A x S steps later, S the
+    steps one update makes (ceil(POOL_GROUPS x G / BATCH)): the collector runs A = max(1, K // S) ahead."""
+    funcs = "\n".join(
+        x
+        for x in (ROOT / "scripts" / "rl-async.sh").read_text().splitlines()
+        if x.startswith(("steps_per_update()", "ahead()"))
+    )
+    env = {k: v for k, v in os.environ.items() if k != "BATCH"}
+    env |= {"STALENESS": staleness, "POOL_GROUPS": groups, "G": g} | ({"BATCH": batch} if batch else {})
+    got = subprocess.run(["bash", "-euo", "pipefail", "-c", f"{funcs}\nahead"], env=env, capture_output=True, text=True)
+    assert (got.returncode, got.stdout.strip(), got.stderr) == (0, want, "")
+
+
 FAKE_SWERL = r"""#!/usr/bin/env bash
 # collect: log start/end of its pass (--run async-r), one line out; grade: read it, write nothing
 if [ "$1" = collect ]; then

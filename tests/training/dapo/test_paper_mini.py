@@ -236,3 +236,73 @@ def test_marked_template_renders_smollm2s_bytes_and_marks_assistant_tokens(tmp_p
     assert tok.decode([t for t, m in zip(ids, mask, strict=True) if m]) == "look\n```command\nls\n```<|im_end|>"
     plain = AutoTokenizer.from_pretrained(model).apply_chat_template(conv, tokenize=True, return_dict=True)
     assert ids == plain["input_ids"]
+
+
+def test_async_compare_reads_both_loops(tmp_path: Path):
+    """scripts/paper_mini_async.py: the last DAPO checkpoint of RUN (sync) against RUN/async's, in SE of the
+    difference, the one-sided 2-SE check, RL wall time of each loop and the staleness of each async update."""
+    run = tmp_path / "run"
+    half, most = [[True, False]] * 8, [[True, True]] * 6 + [[True, False]] * 2
+    _eval(run / "iter-0", half, fmt=0, submit=True)
+    _eval(run / "iter-2", half, fmt=0, submit=True)
+    _eval(run / "async" / "iter-2", most, fmt=0, submit=True)
+    (run / "times").mkdir()
+    (run / "async" / "times").mkdir()
+    for stage, s in [("rollouts-0", 10), ("dapo-0", 20), ("rollouts-1", 30), ("dapo-1", 40), ("eval-1", 500)]:
+        (run / "times" / f"{stage}.json").write_text(json.dumps({"stage": stage, "wall_s": s, "start": 0, "end": 0}))
+    (run / "async" / "times" / "async-rl.json").write_text(json.dumps({"wall_s": 77, "start": 0, "end": 0}))
+    for k, (ages, dropped) in enumerate([([0, 0], 0), ([3, 1], 2)]):
+        (run / "async" / f"iter-{k}").mkdir(parents=True, exist_ok=True)
+        summary = {
+            "steps": 3,
+            "counts": {"groups": 2, "groups_dropped": 1},
+            "config": {"loss": "tis"},
+            "staleness": {"groups": ages, "mean": sum(ages) / 2, "max": max(ages), "k": 4},
+            "follow": {"update": k, "dropped_stale_groups": dropped},
+        }
+        (run / "async" / f"iter-{k}" / "dapo.json").write_text(json.dumps(summary))
+    script = str(ROOT / "scripts" / "paper_mini_async.py")
+    proc = subprocess.run([sys.executable, script, str(run)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    c = json.loads((run / "async" / "compare.json").read_text())
+    assert (c["sync"]["pass1"], c["async"]["pass1"]) == (0.5, 14 / 16)
+    assert (c["sync"]["updates"], c["async"]["updates"]) == (2, 2)
+    assert (c["sync"]["rl_wall_s"], c["async"]["rl_wall_s"]) == (100, 77)  # sync: rollouts + updates, no evals
+    assert 2 < c["z_async_vs_sync"] < 3
+    assert c["within_2se"] is True
+    assert [u["staleness_max"] for u in c["per_update"]] == [0, 3]
+    assert [u["groups"] for u in c["per_update"]] == [2, 2]
+    assert c["per_update"][1]["dropped_stale_groups_total"] == 2
+    assert "| async (K = 4, loss tis) | 2 | 0.875 ± 0.085 (16) |" in proc.stdout
+    assert "Learning test (async not below sync by more than 2 SE): passed" in proc.stdout
+    # the other way round: async 2.4 SE below sync fails the check
+    sync_ev, async_ev = (run / "iter-2" / "eval.json").read_text(), (run / "async" / "iter-2" / "eval.json").read_text()
+    (run / "iter-2" / "eval.json").write_text(async_ev)
+    (run / "async" / "iter-2" / "eval.json").write_text(sync_ev)
+    proc = subprocess.run([sys.executable, script, str(run)], capture_output=True, text=True, timeout=60)
+    assert "FAILED (-2.4 SE)" in proc.stdout, proc.stdout
+    missing = subprocess.run([sys.executable, script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert (missing.returncode, missing.stderr.count("\n")) == (3, 1)
+    assert "no evaluated DAPO" in missing.stderr
+
+
+def test_async_dry_run_runs_make_rl_async_from_the_rft_checkpoint(tmp_path: Path):
+    """make paper-mini-async: the async loop on the same pool and settings from RUN/rft/ckpt into RUN/async, with K =
+    the optimizer steps of one update (16 tasks x G 4 / batch 16 = 4), then the same held-out eval and the verdict."""
+    run = tmp_path / "pm"
+    (run / "iter-2").mkdir(parents=True)
+    (run / "iter-2" / "eval.json").write_text("{}")  # the sync run has been made
+    proc = subprocess.run(
+        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini-async", f"PM_RUNS={run}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"MODEL={run}/rft/ckpt TASKS={run}/train.jsonl" in out
+    assert f"RUNS={run}/async VLLM_STATE={run}/async/vllm" in out
+    assert "ASYNC=1 STALENESS=4 ITERS=2 VLLM_KEEP=1 rl" in out
+    assert "K=2 rl-eval-start" in out
+    assert f"paper_mini_async.py {run}" in out
+    assert out.index(" rl;") < out.index("rl-eval-start") < out.index("paper_mini_async.py")
