@@ -6,8 +6,8 @@ model, weights pushed into a stand-in policy server whose episodes are long-tail
               each; one update = P groups = P * G episodes, one optimizer step (batch = P * G)
     sync:     N times: collect the pool (--policy-version server, all P * G episodes at once) | grade -> swerl dapo
               -> reload (the paper's loop: every update waits for the slowest episode of its batch)
-    async:    `make rl ASYNC=1`'s own collector (scripts/rl-async.sh: passes over the pool, at most K + 1 ahead of
-              the trainer and that many at once, one graded file each) beside `swerl dapo --follow --max-staleness K
+    async:    `make rl ASYNC=1`'s own collector (scripts/rl-async.sh: passes over the pool, K ahead of the
+              trainer (one optimizer step per update here) and K + 1 at once, one graded file each) beside `swerl dapo --follow --max-staleness K
               --groups-per-update P`, which pushes each checkpoint (drained, probe-checked)
 
 The stand-in serves any number of requests at the same latency per turn (a server below saturation, as a GPU
