@@ -7,8 +7,9 @@ model, weights pushed into a stand-in policy server whose episodes are long-tail
     sync:     N times: collect the pool (--policy-version server, all P * G episodes at once) | grade -> swerl dapo
               -> reload (the paper's loop: every update waits for the slowest episode of its batch)
     async:    `make rl ASYNC=1`'s own collector (scripts/rl-async.sh: passes over the pool, K ahead of the
-              trainer (one optimizer step per update here) and K + 1 at once, one graded file each) beside `swerl dapo --follow --max-staleness K
-              --groups-per-update P`, which pushes each checkpoint (drained, probe-checked)
+              trainer (one optimizer step per update here) and K + 1 at once, one graded file each) beside
+              `swerl dapo --follow --max-staleness K --groups-per-update P`, which pushes each checkpoint (drained,
+              probe-checked)
 
 The stand-in serves any number of requests at the same latency per turn (a server below saturation, as a GPU
 engine is at this concurrency), so neither side is throttled by the sampler. Reported: wall-clock to N steps and
