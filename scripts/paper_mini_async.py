@@ -135,8 +135,9 @@ def main(argv: list[str]) -> int:
         print(f"paper_mini_async: {e}", file=sys.stderr)
         return 3
     md = markdown(c)
-    (run / "async" / "compare.json").write_text(json.dumps(c, indent=1) + "\n")
-    (run / "async" / "compare.md").write_text(md)
+    out = run / "async" / "compare"  # RUN/async/compare.md and RUN/async/compare.json
+    out.with_suffix(".json").write_text(json.dumps(c, indent=1) + "\n")
+    out.with_suffix(".md").write_text(md)
     sys.stdout.write(md)
     return 0
 
