@@ -2,9 +2,10 @@
 # The asynchronous RL loop (make rl ASYNC=1 STALENESS=K, POLICY=vllm-server): collection never waits for the trainer.
 #
 #   collector (background): passes r = 0, 1, ... over the task pool (at most A = max(1, K / S) ahead of the
-#       trainer's updates, A + 1 running at once; S = the optimizer steps one update makes, see `ahead` below), each `swerl collect --policy-version server` (every turn records the server's
-#       weight version) | `swerl grade`, pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its
-#       collected ones in $RUNS/collected/async-r.jsonl)
+#       trainer's updates, A + 1 running at once; S = the optimizer steps one update makes, see `ahead` below),
+#       each `swerl collect --policy-version server` (every turn records the server's weight version) | `swerl grade`,
+#       pass r's graded records in their own file $RUNS/stream/async-r.jsonl (its collected ones in
+#       $RUNS/collected/async-r.jsonl)
 #   trainer (foreground):   `swerl dapo --follow $RUNS/stream --output $RUNS --push URL` (the directory: every pass
 #       file): one update per POOL_GROUPS complete groups sampled at most K optimizer steps ago; each new checkpoint is
 #       reloaded into the same server in place (drained: requests in flight finish on the old weights; probe-checked)
