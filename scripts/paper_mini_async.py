@@ -73,7 +73,7 @@ def compare(run: Path) -> dict:
             **arow,
             "updates": ka,
             "rl_wall_s": _stage_s(run / "async", ["async-rl"]),
-            "settings": {"staleness": _staleness_k(run / "async"), "loss": _loss(run / "async")},
+            "settings": _settings(run / "async"),
         },
         "z_async_vs_sync": z,
         "within_2se": z is not None and z >= -2,
@@ -81,14 +81,10 @@ def compare(run: Path) -> dict:
     }
 
 
-def _staleness_k(arun: Path) -> int | None:
+def _settings(arun: Path) -> dict:
+    """K and the loss of the async run, from its first update's summary."""
     d = _load(arun / "iter-0" / "dapo.json") or {}
-    return (d.get("staleness") or {}).get("k")
-
-
-def _loss(arun: Path) -> str | None:
-    d = _load(arun / "iter-0" / "dapo.json") or {}
-    return (d.get("config") or {}).get("loss")
+    return {"staleness": (d.get("staleness") or {}).get("k"), "loss": (d.get("config") or {}).get("loss")}
 
 
 def markdown(c: dict) -> str:
