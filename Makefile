@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help setup venv ds-ops vllm docker-engine podman registry base-image example-images tiny-model real-model browser rft test test-gpu lint bench docs demo clean
+.PHONY: help setup venv ds-ops vllm docker-engine podman registry base-image example-images tiny-model real-model browser rft test test-gpu bench-gpu lint bench docs demo clean
 
 help:  ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -108,8 +108,17 @@ test: lint  ## ruff, then pytest (docker tests run for real; CI=true fails when 
 	@echo "make test: pytest -m 'not gpu' $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
 	$(VENV)/bin/pytest -m "not gpu" -q --durations=10 $(ARGS)
 
-test-gpu: venv  ## the GPU tests (needs a CUDA GPU)
-	$(VENV)/bin/pytest -m gpu -q $(ARGS)
+# On a CUDA host: GPU_PY is an interpreter whose environment has CUDA torch, transformers and DeepSpeed (`pip install
+# -e '.[train,dev]'` there; make setup's venv is CPU-only). DeepSpeed picks its accelerator from DS_ACCELERATOR, which
+# this Makefile and the CPU tests set to cpu: the GPU targets set cuda.
+GPU_PY ?= $(PY)
+GPU_ENV = DS_ACCELERATOR=cuda PYTHONPATH=src:.$${PYTHONPATH:+:$$PYTHONPATH}
+
+test-gpu:  ## the GPU tests (needs a CUDA GPU; GPU_PY=python3 to use that environment's CUDA torch)
+	$(GPU_ENV) $(GPU_PY) -m pytest -m gpu -q -rs $(ARGS) tests/gpu
+
+bench-gpu:  ## rft/dapo vs TRL tokens/s, MFU and memory on one GPU (benchmarks/gpu_train.py; ARGS for its flags)
+	$(GPU_ENV) $(GPU_PY) -m benchmarks.gpu_train $(ARGS)
 
 bench: setup  ## benchmarks: ratios against baselines measured in the same run
 	$(PY) -m benchmarks $(ARGS)

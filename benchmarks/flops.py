@@ -3,7 +3,8 @@
 FLOPs count the useful work of forward + backward, the same for every trainer on the same data: 6 x (parameters in
 matmuls, lm_head included, embedding lookup excluded) per token, plus causal attention within each document,
 6 x layers x hidden x L^2 / 2 x 2 (QK^T and AV) per document of L tokens. Padding, recomputation and dense masks
-are not counted: a trainer that does them pays in time, not in credited FLOPs.
+are not counted: a trainer that does them pays in time, not in credited FLOPs. On a GPU the peak is the bf16 one
+(`bf16_matmul_peak`, the GPU bench and tests).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 PEAK_SCRIPT = r"""
@@ -48,6 +50,26 @@ def matmul_peak(threads: int) -> float:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(threads)], capture_output=True, env=env, check=True)
     return float(json.loads(out.stdout.decode().strip().splitlines()[-1])["flops"])
+
+
+def bf16_matmul_peak(n: int = 8192, reps: int = 10) -> float:
+    """Best bf16 FLOP/s of an n^3 matmul on the current CUDA device, in this process (best of 5 timed groups of
+    `reps` products after 3 warm-ups, random data: zeros run faster on Hopper)."""
+    import torch
+
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    best = 0.0
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        torch.cuda.synchronize()
+        best = max(best, reps * 2 * n**3 / (time.perf_counter() - t0))
+    return best
 
 
 def model_flops(model_dir: Path, doc_lengths: list[int]) -> float:

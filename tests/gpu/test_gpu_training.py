@@ -83,32 +83,13 @@ def test_rft_zero3_bf16_on_one_gpu(tiny_model: Path, tmp_path: Path) -> None:
     AutoModelForCausalLM.from_pretrained(out)  # the consolidated ZeRO-3 export loads
 
 
-def _bf16_peak() -> float:
-    import torch
-
-    n = 8192
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    torch.cuda.synchronize()
-    best = 0.0
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(10):
-            a @ b
-        torch.cuda.synchronize()
-        best = max(best, 10 * 2 * n**3 / (time.perf_counter() - t0))
-    return best
-
-
-def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) -> None:
+def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tmp_path: Path) -> None:
     """One engine step per repetition on a single 32k-token sequence; prints tokens/s and MFU."""
     import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
     sys.path.insert(0, str(ROOT))
-    from benchmarks.flops import model_flops
+    from benchmarks.flops import bf16_matmul_peak, model_flops
+    from benchmarks.gpu_train import build_model
 
     from swerl_cli.training.batching import collate
     from swerl_cli.training.data import Sample
@@ -117,19 +98,7 @@ def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) 
     from swerl_cli.training.rft import rft_loss_fn
     from swerl_cli.training.train_config import TrainConfig
 
-    cfg = Qwen2Config(
-        vocab_size=151936,
-        hidden_size=1536,
-        intermediate_size=8960,
-        num_hidden_layers=28,
-        num_attention_heads=12,
-        num_key_value_heads=2,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-    )
-    model_dir = tmp_path / "q1p5b"
-    Qwen2ForCausalLM(cfg).to(torch.bfloat16).save_pretrained(model_dir)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(model_dir)
+    model_dir = build_model(tmp_path / "q1p5b", "1.5b", "cuda")  # random bf16 weights, the GPU bench's shape
     os.environ.setdefault("MASTER_PORT", "29531")
     eng = TrainEngine.from_config(
         TrainConfig(model=str(model_dir), zero_stage=3, dtype="bf16", gradient_checkpointing=True, lr=1e-5),
@@ -138,7 +107,7 @@ def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) 
     assert eng.module.config._attn_implementation in ("flash_attention_2", "packed_sdpa")
     n = 32768
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, cfg.vocab_size, (n,), generator=g).tolist()
+    ids = torch.randint(0, 151936, (n,), generator=g).tolist()
     mask = [0] + [1] * (n - 1)
     sample = Sample("s", "gpu", 1, ids, mask, [0.0] * n, False)
     batch = collate([sample])
@@ -152,7 +121,7 @@ def test_mfu_qwen2p5_1p5b_shape_at_32k_tokens(tiny_model: Path, tmp_path: Path) 
         times.append(time.perf_counter() - t0)
     step = min(times)
     flops = model_flops(model_dir, [n])
-    peak = _bf16_peak()
+    peak = bf16_matmul_peak()
     print(
         f"\nQwen2.5-1.5B shape, 1 x {n} tokens, bf16, ZeRO-3, gradient checkpointing, "
         f"{eng.module.config._attn_implementation}: {step:.2f} s/step, {n / step:.0f} tokens/s, "

@@ -95,6 +95,29 @@ def test_fused_logprobs_match_log_softmax_and_its_gradients() -> None:
     assert torch.all(grads[0][~keep] == 0)
 
 
+def test_fused_logprobs_bf16_weight_gradient_matches_fp64_within_bf16_rounding() -> None:
+    """A bf16 head's weight gradient is summed chunk by chunk in fp32 from bf16 matmuls (the GPU path): it equals
+    the fp64 gradient to bf16 precision, and the summation over chunks adds no error that grows with the row."""
+    import torch
+
+    from swerl_cli.training.logprobs import fused_logprobs
+
+    g = torch.Generator().manual_seed(4)
+    h64 = torch.randn(96, 32, generator=g, dtype=torch.float64)
+    w64 = torch.randn(80, 32, generator=g, dtype=torch.float64) * 0.2
+    targets = torch.randint(0, 80, (96,), generator=g)
+    upstream = torch.randn(96, generator=g, dtype=torch.float64)
+    h = h64.to(torch.bfloat16).requires_grad_()
+    w = w64.to(torch.bfloat16).requires_grad_()
+    (fused_logprobs(h, w, None, targets, chunk=8).double() * upstream).sum().backward()
+    hr, wr = h.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    ref = torch.log_softmax(hr @ wr.t(), dim=1).gather(1, targets.unsqueeze(1)).squeeze(1)
+    (ref * upstream).sum().backward()
+    assert w.grad is not None and w.grad.dtype == torch.bfloat16
+    err = (w.grad.double() - wr.grad).abs().max() / wr.grad.abs().max()
+    assert err < 2e-2, err
+
+
 def test_engine_logprobs_are_computed_only_on_trainable_tokens(models: dict) -> None:
     import torch
 

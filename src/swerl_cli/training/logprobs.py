@@ -109,8 +109,14 @@ def _fused_logprob_fn() -> Any:
                 # d logp / d logits = onehot(target) - softmax
                 d = torch.softmax(logits, dim=1).mul_(-g.unsqueeze(1))
                 d[torch.arange(r.numel(), device=d.device), targets.index_select(0, r)] += g
-                g_hidden[r] = (d.to(weight.dtype) @ weight).to(hidden.dtype)
-                g_weight.addmm_(d.t(), h.float())
+                d_low = d.to(weight.dtype)
+                g_hidden[r] = (d_low @ weight).to(hidden.dtype)
+                if weight.dtype in (torch.bfloat16, torch.float16):
+                    # the weight's matmul (fp32 accumulation inside), added to the fp32 sum per chunk: an fp32 GEMM
+                    # runs at a tenth of bf16's rate on a GPU without TF32, and this is the head's largest one
+                    g_weight += (d_low.t() @ h).float()
+                else:
+                    g_weight.addmm_(d.t(), h.float())
                 if g_bias is not None:
                     g_bias += d.sum(0)
             g_b = g_bias.to(bias.dtype) if g_bias is not None and bias is not None else None
