@@ -113,10 +113,18 @@ def _is_oom(e: BaseException) -> bool:
     return "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
 
 
-def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, steps: int) -> None:
+# swerl engine variants beside the default (ZeRO-3), run with --variants at GC off: where single-GPU time goes
+VARIANTS = {
+    "swerl-z2": "ZeRO-2 instead of ZeRO-3",
+    "swerl-persist": "ZeRO-3 with every parameter persistent (stage3_param_persistence_threshold above the largest)",
+}
+
+
+def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, steps: int, variant: str = "") -> None:
     """One JSON line per (loss, length): the engine's step times on a packed row of `row_tokens` tokens."""
     import torch
 
+    from swerl_cli.training import engine as engine_mod
     from swerl_cli.training.batching import collate
     from swerl_cli.training.dapo_config import DapoConfig
     from swerl_cli.training.dapo_loss import batch_loss
@@ -126,7 +134,17 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
     from swerl_cli.training.rft import rft_loss_fn
     from swerl_cli.training.train_config import TrainConfig
 
-    cfg = TrainConfig(model=model, zero_stage=3, dtype="auto", gradient_checkpointing=gc, lr=1e-6)
+    if variant == "swerl-persist":  # the bench's own ds_config change, not an engine option
+        base = engine_mod.ds_config
+
+        def persistent(*a: Any, **k: Any) -> dict:
+            out = base(*a, **k)
+            out["zero_optimization"]["stage3_param_persistence_threshold"] = 10**12
+            return out
+
+        engine_mod.ds_config = persistent
+    stage = 2 if variant == "swerl-z2" else 3
+    cfg = TrainConfig(model=model, zero_stage=stage, dtype="auto", gradient_checkpointing=gc, lr=1e-6)
     eng = TrainEngine.from_config(cfg, total_steps=10**6)
     attn = eng.module.config._attn_implementation
     dcfg = DapoConfig()
@@ -153,7 +171,8 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
             "dapo": batch_loss(get_loss(dcfg.loss, dcfg, "dapo"), n_train, {}),
         }
         for name, loss_fn in losses.items():
-            row: dict[str, Any] = {"trainer": f"swerl {name}", "gc": gc, "length": length, "docs": len(docs)}
+            label = f"swerl {name}" + (f" {variant.removeprefix('swerl-')}" if variant else "")
+            row: dict[str, Any] = {"trainer": label, "gc": gc, "length": length, "docs": len(docs)}
             row.update({"tokens": batch.n_tokens, "attn": attn})
             try:
                 _reset_peak(eng.device)
@@ -232,9 +251,7 @@ def worker_trl(model: str, gc: bool, lengths: list[int], row_tokens: int, steps:
                 row["error"] = "OOM" if _is_oom(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
             finally:
                 trainer = None  # the optimizer state goes before the next length's trainer starts
-        print(MARK + json.dumps(row), flush=True)
-        if "error" in row:
-            return
+        print(MARK + json.dumps(row), flush=True)  # after an OOM the next length still runs: a new trainer
 
 
 def bf16_peak(device: str) -> float:
@@ -257,7 +274,8 @@ def _versions() -> str:
     return ", ".join(out)
 
 
-def _run_worker(kind: str, model: Path, gc: bool, args: argparse.Namespace, timeout: float) -> list[dict]:
+def run_config(kind: str, model: Path, gc: bool, args: argparse.Namespace, timeout: float) -> list[dict]:
+    """One configuration in a fresh process (`args`: lengths, row_tokens, steps, device): its result rows."""
     cmd = [sys.executable, "-m", "benchmarks.gpu_train", "--worker", kind, "--model", str(model)]
     cmd += ["--gc", "on" if gc else "off", "--lengths", args.lengths, "--row-tokens", str(args.row_tokens)]
     cmd += ["--steps", str(args.steps)]
@@ -281,10 +299,10 @@ def _run_worker(kind: str, model: Path, gc: bool, args: argparse.Namespace, time
 
 
 def _table(rows: list[dict], flops_of: dict[tuple[str, int], float], peak: float) -> str:
-    head = f"{'model':5} {'trainer':15} {'GC':3} {'L':>6} {'docs':>4} {'step s':>7} {'tokens/s':>9} {'TFLOP/s':>8}"
+    head = f"{'model':5} {'trainer':21} {'GC':3} {'L':>6} {'docs':>4} {'step s':>7} {'tokens/s':>9} {'TFLOP/s':>8}"
     lines = [f"{head} {'MFU':>6} {'peak GiB':>9}  attention"]
     for r in rows:
-        name = f"{r.get('size', '?'):5} {r['trainer']:15} {'on' if r.get('gc') else 'off':3} {r.get('length', 0):>6}"
+        name = f"{r.get('size', '?'):5} {r['trainer']:21} {'on' if r.get('gc') else 'off':3} {r.get('length', 0):>6}"
         name += f" {r.get('docs', 0):>4}"
         if "error" in r or not r.get("step_s"):
             lines.append(f"{name} {r.get('error', 'no steps'):>7}")
@@ -319,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=3, help="timed steps per configuration (after one warm-up)")
     ap.add_argument("--gc", default="both", choices=("both", "on", "off"), help="gradient checkpointing")
     ap.add_argument("--trainers", default="swerl,trl", help="comma list of swerl, trl")
+    ap.add_argument("--variants", default="", help=f"comma list of {', '.join(VARIANTS)} (run at GC off)")
     ap.add_argument("--deadline-s", type=float, default=None, help="start no configuration after this many seconds")
     ap.add_argument("--timeout-s", type=float, default=600.0, help="limit of one configuration's process")
     ap.add_argument("--json", default=None, help="append every result row to this JSONL file")
@@ -328,8 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         lengths = [int(x) for x in args.lengths.split(",")]
-        fn = worker_swerl if args.worker == "swerl" else worker_trl
-        fn(args.model, args.gc == "on", lengths, args.row_tokens, args.steps)
+        gc = args.gc == "on"
+        if args.worker == "trl":
+            worker_trl(args.model, gc, lengths, args.row_tokens, args.steps)
+        else:
+            variant = "" if args.worker == "swerl" else args.worker
+            worker_swerl(args.model, gc, lengths, args.row_tokens, args.steps, variant)
         return 0
 
     import torch
@@ -357,19 +380,20 @@ def main(argv: list[str] | None = None) -> int:
             model = build_model(Path(tmp) / size, size, args.device)
             for length in lengths:
                 flops_of[(size, length)] = model_flops(model, [length] * max(1, args.row_tokens // length))
-            for gc in gcs:
-                for kind in trainers:
-                    if args.deadline_s is not None and time.perf_counter() - start > args.deadline_s:
-                        got = [{"size": size, "trainer": kind, "gc": gc, "error": "not run (deadline)"}]
-                    else:
-                        got = _run_worker(kind, model, gc, args, args.timeout_s)
-                    for r in got:
-                        r["size"] = size
-                        print(json.dumps(r), flush=True)
-                        if args.json:
-                            with open(args.json, "a") as f:
-                                f.write(json.dumps(r) + "\n")
-                    rows += got
+            plan = [(kind, gc) for gc in gcs for kind in trainers]
+            plan += [(v, False) for v in args.variants.split(",") if v]
+            for kind, gc in plan:
+                if args.deadline_s is not None and time.perf_counter() - start > args.deadline_s:
+                    got = [{"size": size, "trainer": kind, "gc": gc, "error": "not run (deadline)"}]
+                else:
+                    got = run_config(kind, model, gc, args, args.timeout_s)
+                for r in got:
+                    r["size"] = size
+                    print(json.dumps(r), flush=True)
+                    if args.json:
+                        with open(args.json, "a") as f:
+                            f.write(json.dumps(r) + "\n")
+                rows += got
     print(f"\nrow: {args.row_tokens} tokens per optimizer step; L = document length; fastest of {args.steps} steps")
     print(_table(rows, flops_of, peak))
     for line in _ratios(rows):

@@ -1,6 +1,7 @@
 """The GPU paths of collect's local policies, run by `make test-gpu` on a CUDA host (skipped elsewhere).
 
-- `hf` on cuda: the sampled ids' logprobs equal a CPU teacher-forced scoring of the same sequence.
+- `hf` on cuda: bf16 by default; in fp32, the sampled ids' logprobs equal a CPU teacher-forced scoring of the same
+  sequence.
 - `vllm` (needs `pip install 'swerl[vllm]'`): the real AsyncLLM engine serves concurrent requests from a
   Qwen2.5-0.5B-shaped random-weight model; ids and logprobs are aligned and agree with a transformers scoring on
   the GPU; tokens/s is printed for the record.
@@ -36,7 +37,8 @@ def score(model_dir: str, prompt: list[int], ids: list[int], device: str):
 def test_hf_policy_on_cuda_matches_cpu_scoring(tiny_model):
     from swerl_cli.policy.hf import HFPolicy
 
-    policy = HFPolicy(str(tiny_model), device="cuda")
+    assert HFPolicy(str(tiny_model), device="cuda").dtype == "bfloat16"  # the default: the trainer's dtype on CUDA
+    policy = HFPolicy(str(tiny_model), device="cuda", dtype="float32")  # fp32 on both sides: an exact comparison
     comp = asyncio.run(policy.acomplete(MESSAGES, Sampling(max_new_tokens=48, seed=0)))
     assert len(comp.token_ids) == len(comp.logprobs) > 0
     ref = score(str(tiny_model), comp.prompt_token_ids, comp.token_ids, "cpu")

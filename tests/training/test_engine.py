@@ -138,3 +138,39 @@ def test_zero3_export_reloads_in_transformers_with_the_engine_loss(runs: dict, t
     # The step-13 loss of the resumed run is the engine's loss under the weights exported after step 12.
     assert loss_of(runs["export12"][0]["path"]) == pytest.approx(runs["z3x2"][12]["loss"], rel=1e-4)
     assert loss_of(str(tiny_model)) == pytest.approx(runs["z3x2"][0]["loss"], rel=1e-4)
+
+
+GC_PROBE = r"""
+import json, sys
+from swerl_cli.training.batching import collate
+from swerl_cli.training.data import Sample
+from swerl_cli.training.engine import TrainEngine
+from swerl_cli.training.losses import get_loss
+from swerl_cli.training.rft import rft_loss_fn
+from swerl_cli.training.train_config import TrainConfig
+out = {}
+for gc in (False, True):
+    eng = TrainEngine.from_config(TrainConfig(model=sys.argv[1], zero_stage=3, gradient_checkpointing=gc), 1)
+    calls = []
+    mlp = eng.module.model.layers[0].mlp
+    forward = mlp.forward  # patched, not hooked: a checkpoint's recomputation runs no module hooks
+    mlp.forward = lambda x: (calls.append(1), forward(x))[1]
+    ids = list(range(10, 74))
+    batch = collate([Sample("s", "t", 1, ids, [0] + [1] * 63, [0.0] * 64, False)])
+    eng.train_step([batch], rft_loss_fn(get_loss("sft", None, "rft"), 63.0))
+    out[str(gc)] = {"training": eng.module.training, "mlp_calls": len(calls)}
+print(json.dumps(out))
+"""
+
+
+def test_gradient_checkpointing_recomputes_in_backward(tiny_model: Path) -> None:
+    """--gradient-checkpointing takes effect: the engine trains in training mode (from_pretrained returns eval
+    mode, where transformers skips checkpointing), so a layer runs twice per step with it and once without."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", GC_PROBE, str(tiny_model)], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    got = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    assert got["False"] == {"training": True, "mlp_calls": 1}
+    assert got["True"] == {"training": True, "mlp_calls": 2}

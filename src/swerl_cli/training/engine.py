@@ -123,6 +123,9 @@ class TrainEngine:
         ds_cfg = ds_config(cfg, world, bf16, largest_param=max(p.numel() for p in model.parameters()))
         wrapped = logprob_module(model, zero3=cfg.zero_stage == 3)
         engine, _, _, _ = deepspeed.initialize(model=wrapped, optimizer=opt, lr_scheduler=sched, config=ds_cfg, mpu=mpu)
+        # from_pretrained leaves the model in eval mode, where transformers skips gradient checkpointing (and any
+        # dropout): training mode, as the Trainer sets it
+        engine.train()
         return cls(engine, tok, cfg, device, sp_group)
 
     @property
