@@ -113,7 +113,8 @@ def test_fused_logprobs_bf16_weight_gradient_matches_fp64_within_bf16_rounding()
     hr, wr = h.detach().double().requires_grad_(), w.detach().double().requires_grad_()
     ref = torch.log_softmax(hr @ wr.t(), dim=1).gather(1, targets.unsqueeze(1)).squeeze(1)
     (ref * upstream).sum().backward()
-    assert w.grad is not None and w.grad.dtype == torch.bfloat16
+    assert w.grad is not None
+    assert w.grad.dtype == torch.bfloat16
     err = (w.grad.double() - wr.grad).abs().max() / wr.grad.abs().max()
     assert err < 2e-2, err
 
