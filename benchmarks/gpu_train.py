@@ -52,29 +52,14 @@ SHAPES = {
 
 
 def build_model(out: Path, shape: str, device: str) -> Path:
-    """Random weights in `shape` (bf16 on GPU, fp32 on CPU) with a tokenizer, saved with save_pretrained."""
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from swerl_cli.training.tiny import train_tokenizer
+    """Random weights in `shape` (bf16 on GPU, fp32 on CPU) with the tiny tokenizer, saved with save_pretrained."""
+    from swerl_cli.training.tiny import build_tiny_model
 
     hidden, layers, heads, kv, mlp = SHAPES[shape]
-    cfg = Qwen2Config(
-        vocab_size=VOCAB,
-        hidden_size=hidden,
-        intermediate_size=mlp,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv,
-        max_position_embeddings=131072,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    with torch.device(device):  # initialising 1.5B parameters on the CPU takes longer than the bench
-        model = Qwen2ForCausalLM(cfg)
-    model.to(torch.bfloat16 if device == "cuda" else torch.float32).save_pretrained(out)
-    train_tokenizer().save_pretrained(out)
-    return out
+    return build_tiny_model(
+        out, hidden_size=hidden, num_layers=layers, intermediate_size=mlp, num_heads=heads, num_kv_heads=kv,
+        vocab_size=VOCAB, device=device, dtype="bfloat16" if device == "cuda" else "float32",
+    )  # fmt: skip
 
 
 def _rows(row_tokens: int, length: int, seed: int) -> list[list[int]]:

@@ -143,11 +143,16 @@ def build_tiny_model(
     num_heads: int = 4,
     num_kv_heads: int = 2,
     tie_embeddings: bool = True,
+    vocab_size: int | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> Path:
     """Write tokenizer + random-weight Qwen2 (default hidden 64, 2 layers) to `out_dir` with save_pretrained.
 
-    The size knobs let benchmarks build a compute-bound model (e.g. hidden 256, 4 layers) and the GPU tests a
-    Qwen2.5-0.5B-shaped one (hidden 896, 24 layers, 14 heads, 2 KV heads, MLP 4864) through the same code.
+    The size knobs let benchmarks build a compute-bound model (e.g. hidden 256, 4 layers) and the GPU bench
+    Qwen2.5-0.5B/1.5B-shaped ones (their 151,936-token vocabulary via `vocab_size`, more than the tokenizer's: the
+    bench feeds random ids), initialised on `device` (1.5B parameters take longer to initialise on a CPU than the
+    bench runs) and saved in `dtype`.
     """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
@@ -158,24 +163,25 @@ def build_tiny_model(
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     pad_id = tok.convert_tokens_to_ids("<|endoftext|>")
     config = Qwen2Config(
-        vocab_size=len(tok),
+        vocab_size=vocab_size or len(tok),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
         num_hidden_layers=num_layers,
         num_attention_heads=num_heads,
         num_key_value_heads=num_kv_heads,
-        max_position_embeddings=32768,
+        max_position_embeddings=32768 if vocab_size is None else 131072,
         tie_word_embeddings=tie_embeddings,
         bos_token_id=None,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(config).to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id)
     model.save_pretrained(out)
     tok.save_pretrained(out)
-    (out / "swerl_tiny_model.json").write_text(json.dumps({"seed": seed, "vocab_size": len(tok)}) + "\n")
+    (out / "swerl_tiny_model.json").write_text(json.dumps({"seed": seed, "vocab_size": config.vocab_size}) + "\n")
     return out
 
 
