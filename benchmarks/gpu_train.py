@@ -24,8 +24,8 @@ heads, MLP 8,960), both with Qwen2's 151,936-token vocabulary and tied embedding
 Each configuration runs in a fresh process (benchmarks/gpu_workers.py): one warm-up step, then `--steps` timed
 steps (each ended by a CUDA synchronize); the fastest is reported with tokens/s, model FLOP/s as a share of the bf16
 matmul peak measured in the same run (benchmarks/flops.py: useful FLOPs only, recomputation not credited), and the
-peak GPU memory allocated. A configuration that runs out of memory is reported as OOM. Without a GPU (`--device cpu`) it runs a tiny shape in
-fp32 so the code path can be checked anywhere; those numbers mean nothing.
+peak GPU memory allocated. A configuration that runs out of memory is reported as OOM. Without a GPU (`--device
+cpu`) it runs a tiny shape in fp32 so the code path can be checked anywhere; those numbers mean nothing.
 """
 
 from __future__ import annotations
