@@ -57,7 +57,7 @@ def build_model(out: Path, shape: str, device: str) -> Path:
     hidden, layers, heads, kv, mlp = SHAPES[shape]
     return build_tiny_model(
         out, hidden_size=hidden, num_layers=layers, intermediate_size=mlp, num_heads=heads, num_kv_heads=kv,
-        vocab_size=VOCAB, device=device, dtype="bfloat16" if device == "cuda" else "float32",
+        vocab_size=VOCAB, max_positions=131072, device=device, dtype="bfloat16" if device == "cuda" else "float32",
     )  # fmt: skip
 
 

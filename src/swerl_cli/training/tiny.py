@@ -144,6 +144,7 @@ def build_tiny_model(
     num_kv_heads: int = 2,
     tie_embeddings: bool = True,
     vocab_size: int | None = None,
+    max_positions: int = 32768,
     device: str = "cpu",
     dtype: str = "float32",
 ) -> Path:
@@ -169,7 +170,7 @@ def build_tiny_model(
         num_hidden_layers=num_layers,
         num_attention_heads=num_heads,
         num_key_value_heads=num_kv_heads,
-        max_position_embeddings=32768 if vocab_size is None else 131072,
+        max_position_embeddings=max_positions,
         tie_word_embeddings=tie_embeddings,
         bos_token_id=None,
         eos_token_id=eos_id,
