@@ -39,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.flops import bf16_matmul_peak, matmul_peak, model_flops
 from benchmarks.gpu_workers import MARK, VARIANTS, VOCAB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,9 +64,6 @@ def build_model(out: Path, shape: str, device: str) -> Path:
 
 def bf16_peak(device: str) -> float:
     """The matmul peak this bench divides by (fp32 on CPU)."""
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.flops import bf16_matmul_peak, matmul_peak
-
     return bf16_matmul_peak() if device == "cuda" else matmul_peak(int(os.environ.get("OMP_NUM_THREADS", "2")))
 
 
@@ -124,6 +122,18 @@ def _table(rows: list[dict], flops_of: dict[tuple[str, int], float], peak: float
     return "\n".join(lines)
 
 
+def _configurations(rows: list[dict]) -> list[str]:
+    """Each trainer's configuration as it ran (the workers put it in their rows), one line per distinct one."""
+    lines: list[str] = []
+    for r in rows:
+        if "config" in r:
+            settings = ", ".join(f"{k}={v}" for k, v in r["config"].items())
+            line = f"{r['trainer']}: attention {r.get('attn')}, {settings}"
+            if line not in lines:
+                lines.append(line)
+    return lines
+
+
 def _ratios(rows: list[dict]) -> list[str]:
     """swerl rft tokens/s over TRL's, per (size, GC, length) where both ran."""
     best = {(r["size"], r["trainer"], r["gc"], r["length"]): min(r["step_s"]) for r in rows if r.get("step_s")}
@@ -166,9 +176,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {name}; {_versions()}", flush=True)
     peak = bf16_peak(args.device)
     print(f"{'bf16' if gpu else 'fp32'} matmul peak measured now: {peak / 1e12:.1f} TFLOP/s", flush=True)
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.flops import model_flops
-
     rows: list[dict] = []
     flops_of: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
@@ -192,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                 rows += got
     print(f"\nrow: {args.row_tokens} tokens per optimizer step; L = document length; fastest of {args.steps} steps")
     print(_table(rows, flops_of, peak))
+    print("configurations as run:")
+    for line in _configurations(rows):
+        print(f"  {line}")
     for line in _ratios(rows):
         print(line)
     return 0

@@ -49,8 +49,11 @@ def _peak_gib(device: str) -> float | None:
     return torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
 
 
-def _is_oom(e: BaseException) -> bool:
-    return "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
+def _failure(e: BaseException) -> str:
+    """A result row's `error`: OOM (a result of the configuration), else the exception's first line."""
+    if "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError":
+        return "OOM"
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
 
 
 # swerl engine variants beside the default (ZeRO-3), run with --variants at GC off: where single-GPU time goes
@@ -87,6 +90,10 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
     cfg = TrainConfig(model=model, zero_stage=stage, dtype="auto", gradient_checkpointing=gc, lr=1e-6)
     eng = TrainEngine.from_config(cfg, total_steps=10**6)
     attn = eng.module.config._attn_implementation
+    config = {"zero_stage": stage, "dtype": "bf16" if eng.device.startswith("cuda") else "fp32",
+              "master_weights": "fp32", "optimizer": "torch AdamW", "gradient_checkpointing": gc}  # fmt: skip
+    if variant == "swerl-persist":
+        config["stage3_param_persistence_threshold"] = 10**12
     dcfg = DapoConfig()
     for length in lengths:
         docs = _rows(row_tokens, length, seed=length)
@@ -113,7 +120,7 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
         for name, loss_fn in losses.items():
             label = f"swerl {name}" + (f" {variant.removeprefix('swerl-')}" if variant else "")
             row: dict[str, Any] = {"trainer": label, "gc": gc, "length": length, "docs": len(docs)}
-            row.update({"tokens": batch.n_tokens, "attn": attn})
+            row.update({"tokens": batch.n_tokens, "attn": attn, "config": config})
             try:
                 _reset_peak(eng.device)
                 times = []
@@ -132,7 +139,7 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
                     _sync(eng.device)
                     row["old_pass_s"] = time.perf_counter() - t0
             except Exception as e:  # an OOM is a result; anything else is reported as the error
-                row["error"] = "OOM" if _is_oom(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                row["error"] = _failure(e)
                 print(MARK + json.dumps(row), flush=True)
                 return  # the engine's state after a failed step is not trusted for longer rows
             print(MARK + json.dumps(row), flush=True)
@@ -188,7 +195,7 @@ def worker_trl(model: str, gc: bool, lengths: list[int], row_tokens: int, steps:
                 trainer.train()
                 row.update({"step_s": timer.times[1:], "peak_gib": _peak_gib(device)})
             except Exception as e:  # as in worker_swerl
-                row["error"] = "OOM" if _is_oom(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                row["error"] = _failure(e)
             finally:
                 trainer = None  # the optimizer state goes before the next length's trainer starts
         print(MARK + json.dumps(row), flush=True)  # after an OOM the next length still runs: a new trainer
