@@ -221,6 +221,28 @@ def test_prune_stale_keeps_live_owners_sandboxes(kind: str, engine_toy: Task) ->
 
 
 @pytest.mark.parametrize("kind", ENGINES)
+def test_prune_survives_a_container_removed_between_list_and_remove(kind: str, engine_toy: Task) -> None:
+    """The race of a grader pruning stale sandboxes while the collector beside it in the pipe closes its own:
+    the engine lists a container that is gone a moment later. Pruning skips it and removes the rest."""
+    from swerl_cli.sandbox import engine_client
+    from swerl_cli.sandbox.engine import prune_containers
+
+    run = f"pytest-race-{os.getpid()}"
+    client = engine_client(kind)
+    listed = client.api.containers
+    gone = {"Id": "f" * 64, "Names": ["/swerl-gone-already"], "Labels": {"swerl.managed": "1", "swerl.run": run}}
+    client.api.containers = lambda *a, **k: [gone, *listed(*a, **k)]
+    box = get_backend(kind).start(engine_toy, None, run, None)
+    try:
+        removed = prune_containers(client, run)
+        assert len(removed) == 1
+        assert removed[0] != "swerl-gone-already"
+        assert containers(f"swerl.run={run}", kind) == []
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize("kind", ENGINES)
 def test_missing_image_is_one_line_sandbox_error(kind: str, engine_toy: Task) -> None:
     bad = Task(**{**{k: getattr(engine_toy, k) for k in Task._REQUIRED}, "image": "swerl-no-such:x"})
     with pytest.raises(SandboxError, match="could not pull swerl-no-such:x from docker.io"):

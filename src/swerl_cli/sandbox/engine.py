@@ -6,7 +6,6 @@ backend (podman.py) is this class pointed at podman's Docker-compatible socket.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass, replace
@@ -115,12 +114,11 @@ def prune_containers(
     if only_this_process:
         labels.append(f"{lifecycle.LABEL_PID}={os.getpid()}")
     removed = []
-    for c in client.containers.list(all=True, filters={"label": labels}):
-        if stale_only and _owner_alive(c.labels.get(lifecycle.LABEL_PID)):
+    for c in _list_containers(client, {"label": labels}):
+        if stale_only and _owner_alive((c.get("Labels") or {}).get(lifecycle.LABEL_PID)):
             continue
-        with contextlib.suppress(Exception):
-            c.remove(force=True)
-            removed.append(c.name)
+        if _remove_container(client, c):
+            removed.append(_container_name(c))
     return removed
 
 
@@ -128,16 +126,47 @@ def prune_builds(client: Any, *, only_this_process: bool = False, stale_only: bo
     """Remove `tasks build` containers (named swerl-build-PID-*: they carry no labels, or the images built in
     them would inherit them); `stale_only` keeps those whose building process is alive."""
     removed = []
-    for c in client.containers.list(all=True, filters={"name": "swerl-build-"}):
-        m = re.fullmatch(r"swerl-build-(\d+)-[0-9a-f]+", c.name)
+    for c in _list_containers(client, {"name": "swerl-build-"}):
+        name = _container_name(c)
+        m = re.fullmatch(r"swerl-build-(\d+)-[0-9a-f]+", name)
         if m is None or (only_this_process and m.group(1) != str(os.getpid())):
             continue
         if stale_only and _owner_alive(m.group(1)):
             continue
-        with contextlib.suppress(Exception):
-            c.remove(force=True)
-            removed.append(c.name)
+        if _remove_container(client, c):
+            removed.append(name)
     return removed
+
+
+def _list_containers(client: Any, filters: dict[str, Any]) -> list[dict[str, Any]]:
+    """The engine's container list as it answers it (id, names, labels), with no inspect per container.
+
+    docker-py's `containers.list()` inspects each listed container; one removed in between (another run's
+    sandbox closing, the collector beside a grader in one pipe) fails the whole call, with a 404 on Docker
+    and a 500 on podman. The list endpoint alone carries what pruning needs.
+    """
+    import docker
+    import requests
+
+    try:
+        return list(client.api.containers(all=True, filters=filters))
+    except (docker.errors.DockerException, requests.RequestException) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SandboxError(f"could not list the engine's containers: {msg}") from None
+
+
+def _container_name(c: dict[str, Any]) -> str:
+    names = c.get("Names") or [c.get("Id", "")[:12]]
+    return str(names[0]).lstrip("/")
+
+
+def _remove_container(client: Any, c: dict[str, Any]) -> bool:
+    """Force-remove one listed container; False when it could not be (already gone, or refused)."""
+    try:
+        client.api.remove_container(c["Id"], force=True)
+    except Exception:
+        return False
+    return True
 
 
 def _owner_alive(pid_label: str | None) -> bool:
