@@ -118,7 +118,10 @@ class TrainEngine:
 
             opt = DeepSpeedCPUAdam(params, lr=cfg.lr, betas=betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
         else:  # a client torch optimizer avoids DeepSpeed's FusedAdam JIT build on CPU
-            opt = torch.optim.AdamW(params, lr=cfg.lr, betas=betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+            opt = torch.optim.AdamW(
+                params, lr=cfg.lr, betas=betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay,
+                fused=fused_adamw(device),
+            )  # fmt: skip
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, total_steps, cfg.lr_schedule))
         ds_cfg = ds_config(cfg, world, bf16, largest_param=max(p.numel() for p in model.parameters()))
         wrapped = logprob_module(model, zero3=cfg.zero_stage == 3)
@@ -245,6 +248,13 @@ class TrainEngine:
 def _step_of(path: Path) -> int:
     """`step-12` -> 12 (a tag directory of save_checkpoint)."""
     return int(path.name.removeprefix("step-"))
+
+
+def fused_adamw(device: str) -> bool:
+    """Whether torch's fused AdamW kernel serves `device` (CPU and CUDA do). On CPU torch's default is the
+    per-tensor loop: over a 135M-parameter flat ZeRO partition it makes a dozen passes over memory, ~1.2 s a step
+    on 2 cores against ~0.15 s fused (transformers' Trainer defaults to the fused kernel since torch 2.8)."""
+    return device.split(":")[0] in ("cpu", "cuda")
 
 
 def ds_config(cfg: TrainConfig, world_size: int, bf16: bool, largest_param: int = 0) -> dict[str, Any]:

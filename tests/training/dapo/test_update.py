@@ -66,8 +66,11 @@ def test_zero3_two_processes_equal_one_process_and_dropped_group_changes_nothing
     assert one["steps"] == two["steps"] == 2
     w1, w2, w0 = _weights(Path(one["checkpoint"])), _weights(Path(two["checkpoint"])), _weights(tiny_model)
     assert w1.keys() == w2.keys()
+    # Equal up to float noise: the two ranks sum gradients in another order, and Adam divides each step by
+    # sqrt(v), so where two steps' gradients nearly cancel an ulp of difference shows at ~1e-4 of the step (1.2e-6
+    # on one weight of 4,096 with the fused kernel). A dropped group that trained would move weights by ~1e-2.
     for name in w1:
-        torch.testing.assert_close(w1[name], w2[name], rtol=1e-5, atol=1e-6, msg=name)
+        torch.testing.assert_close(w1[name], w2[name], rtol=1e-5, atol=1e-5, msg=name)
     assert any(not torch.equal(w1[n], w0[n]) for n in w1), "the update did not change the weights"
     m1 = [json.loads(x) for x in Path(one["metrics_file"]).read_text().splitlines()]
     m2 = [json.loads(x) for x in Path(two["metrics_file"]).read_text().splitlines()]
