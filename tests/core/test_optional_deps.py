@@ -60,3 +60,10 @@ def test_collect_with_vllm_missing_stops_before_any_episode(monkeypatch):
         "swerl collect: this needs vllm, which is not installed: pip install 'swerl[vllm]'"
     ]
     assert res.stdout == ""
+
+
+def test_first_line_quotes_a_library_error_on_one_line() -> None:
+    from swerl_cli.core.errors import first_line
+
+    assert first_line(OSError("\n  no such file\nTraceback (most recent call last): ...")) == "no such file"
+    assert first_line(TimeoutError()) == "TimeoutError"

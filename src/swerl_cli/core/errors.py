@@ -82,6 +82,17 @@ OPTIONAL_DEPENDENCIES = {
 }
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's message, or its type's name when it has none: what a one-line error quotes
+    of a library's exception.
+
+    >>> first_line(OSError("no such file\\nTraceback ...")), first_line(TimeoutError())
+    ('no such file', 'TimeoutError')
+    """
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 class MissingDependencyError(SwerlError):
     """An optional package the command needs is not installed; the message carries the install command."""
 

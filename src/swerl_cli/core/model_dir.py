@@ -16,7 +16,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.core.errors import ConfigError, SwerlError
+from swerl_cli.core.errors import ConfigError, SwerlError, first_line
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json")
 _MAX_HEADER = 100 << 20  # a safetensors header longer than 100 MB is not one
@@ -53,7 +53,7 @@ def load_tokenizer(name: str, error: type[SwerlError] = ConfigError) -> Any:
     try:
         return AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        first = first_line(e)
         raise error(f"--model {name}: cannot load a tokenizer: {first}") from None
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from swerl_cli.core.errors import SandboxError
+from swerl_cli.core.errors import SandboxError, first_line
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import SandboxLimits
 from swerl_cli.sandbox.shell import Shell, ShellSandbox
@@ -263,7 +263,7 @@ class DockerSandbox(ShellSandbox):
             raise
         except Exception as e:  # docker.errors.* and socket errors become one line
             self.close()
-            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            msg = first_line(e)
             raise SandboxError(f"could not start sandbox from image {task.image!r}: {msg}") from None
 
     @property

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from swerl_cli.core.errors import SandboxError
+from swerl_cli.core.errors import SandboxError, first_line
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import Sandbox, SandboxBackend, SandboxLimits
 from swerl_cli.streams.records import Task
@@ -81,7 +81,7 @@ class DockerBackend(SandboxBackend):
                 opts = {"client": client, "host_options": self.host_options(), "events": self.events()}
                 return DockerSandbox(task, limits, run_id, env, **opts)
         except (docker.errors.DockerException, requests.RequestException) as e:
-            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            msg = first_line(e)
             raise SandboxError(
                 f"{task.instance_id}: could not start a sandbox from image {task.image!r}: {msg}"
             ) from None
@@ -151,7 +151,7 @@ def _list_containers(client: Any, filters: dict[str, Any]) -> list[dict[str, Any
     try:
         return list(client.api.containers(all=True, filters=filters))
     except (docker.errors.DockerException, requests.RequestException) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        msg = first_line(e)
         raise SandboxError(f"could not list the engine's containers: {msg}") from None
 
 
@@ -161,10 +161,13 @@ def _container_name(c: dict[str, Any]) -> str:
 
 
 def _remove_container(client: Any, c: dict[str, Any]) -> bool:
-    """Force-remove one listed container; False when it could not be (already gone, or refused)."""
+    """Force-remove one listed container; False when the engine could not (already gone, or refused)."""
+    import docker
+    import requests
+
     try:
         client.api.remove_container(c["Id"], force=True)
-    except Exception:
+    except (docker.errors.DockerException, requests.RequestException):
         return False
     return True
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from swerl_cli.core.config import Flag, flag
-from swerl_cli.core.errors import ConfigError, SandboxError
+from swerl_cli.core.errors import ConfigError, SandboxError, first_line
 from swerl_cli.sandbox.image_budget import evict, local_images, touch, touch_many
 from swerl_cli.sandbox.image_names import check_registry, engine_key, mirror, normalize, registry_of
 
@@ -87,7 +87,7 @@ def ensure_image(image: str, settings: ImageSettings | None = None, client: Any 
     try:
         fetched = _fetch(client or docker_client(), image, s, check_present=True)
     except (docker.errors.DockerException, requests.RequestException) as e:  # the engine refused the reference
-        raise SandboxError(f"image {image}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise SandboxError(f"image {image}: {first_line(e)}") from None
     if fetched is None:
         touch(image)
         return "present"
@@ -132,7 +132,7 @@ def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> i
     except SandboxError:
         raise
     except Exception as e:  # docker.errors.*, requests connection errors: one line naming image and registry
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        msg = first_line(e)
         raise SandboxError(f"could not pull {image} from {registry}: {msg}") from None
     if log:
         log(f"pulled {image} ({size / 1e6:.0f} MB) in {time.monotonic() - t0:.1f}s")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swerl_cli.core.errors import ConfigError
+from swerl_cli.core.errors import ConfigError, first_line
 
 
 def register_ulysses(model: Any, attn: str, sp: int) -> Any:
@@ -26,7 +26,7 @@ def register_ulysses(model: Any, attn: str, sp: int) -> Any:
             seq_length_is_variable=True,
         )
     except (ValueError, RuntimeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        first = first_line(e)
         raise ConfigError(f"--sequence-parallel {sp}: {first}") from None
 
 
