@@ -33,6 +33,12 @@ PM_HELDOUT_SRC ?= $(wildcard $(PM_SRC)/heldout.jsonl)
 PM_HELDOUT_N ?= 16
 PM_TRAIN_N ?= 16
 PM_DEMO_N ?= 50
+# PM_DISJOINT=1: cut the train tasks into two halves sharing no function (scripts/paper_mini_split.py): RFT's
+# demonstrations come from one, DAPO's pool from the other, so DAPO trains on tasks RFT was never shown.
+# Empty (the default): both draw from all train tasks, and every pool task is a demonstrated one.
+PM_DISJOINT ?=
+PM_DEMO_SRC = $(if $(PM_DISJOINT),$(PM_RUNS)/demo-tasks.jsonl,$(PM_TRAIN_SRC))
+PM_POOL_SRC = $(if $(PM_DISJOINT),$(PM_RUNS)/pool-tasks.jsonl,$(PM_TRAIN_SRC))
 # The small-model scaffold: a short prompt with one worked example, a 9-line editor window (examples/paper-mini/).
 PM_COLLECT_CONFIG ?= examples/paper-mini/collect.yaml
 PM_DEMO_POLICY ?= gold-steps
@@ -88,9 +94,11 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	@mkdir -p $(PM_RUNS)
 	@test -s $(PM_RUNS)/heldout.jsonl || { cat $(PM_HELDOUT_SRC) | head -n $(PM_HELDOUT_N) > $(PM_RUNS)/.h.tmp \
 	  && mv $(PM_RUNS)/.h.tmp $(PM_RUNS)/heldout.jsonl; }
-	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_TRAIN_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
+	@test -z "$(PM_DISJOINT)" -o -s $(PM_RUNS)/pool-tasks.jsonl || $(PY) scripts/paper_mini_split.py $(PM_TRAIN_SRC) \
+	  $(PM_SEED) $(PM_RUNS)/demo-tasks.jsonl $(PM_RUNS)/pool-tasks.jsonl
+	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_POOL_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)"}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "disjoint": "$(PM_DISJOINT)", "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)"}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
@@ -109,7 +117,7 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 # The bootstrap's demonstrations: gold patches acted out as readable steps by the agent loop in the small-model
 # scaffold (policy/gold_steps.py), graded; only resolved ones are kept.
 paper-mini-demos:
-	@set -eo pipefail; mkdir -p $(PM_RUNS)/rft; cat $(PM_TRAIN_SRC) | shuf -n $(PM_DEMO_N) --random-source=<(yes $(PM_SEED)-demos) \
+	@set -eo pipefail; mkdir -p $(PM_RUNS)/rft; cat $(PM_DEMO_SRC) | shuf -n $(PM_DEMO_N) --random-source=<(yes $(PM_SEED)-demos) \
 	  | $(SWERL) collect --policy $(PM_DEMO_POLICY) --run bootstrap-gold-demos $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
 	  | $(SWERL) grade --workers $(PM_CONCURRENCY) $(PM_GRADE_ARGS) \
 	  | $(SWERL) filter --resolved - > $(PM_RUNS)/rft/.demos.jsonl.tmp

@@ -50,6 +50,62 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     assert not run.exists()
 
 
+def test_disjoint_dry_run_draws_demos_and_pool_from_the_two_halves(tmp_path: Path):
+    run = tmp_path / "pm"
+    proc = subprocess.run(
+        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini", f"PM_RUNS={run}", "PM_DISJOINT=1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "scripts/paper_mini_split.py " in proc.stdout
+    assert f"0 {run}/demo-tasks.jsonl {run}/pool-tasks.jsonl" in proc.stdout  # seed, the RFT half, DAPO's half
+    assert f"cat {run}/pool-tasks.jsonl | shuf -n 16" in proc.stdout
+    demos = subprocess.run(
+        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini-demos", f"PM_RUNS={run}", "PM_DISJOINT=1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"cat {run}/demo-tasks.jsonl | shuf -n 50" in demos.stdout
+    assert not run.exists()
+
+
+def test_split_halves_share_no_function_and_keep_every_task(tmp_path: Path):
+    rows = [
+        {"instance_id": f"t{i}", "synth": {"function": f"m.py::f{i // 2}"}}
+        for i in range(20)  # two tasks per function
+    ] + [{"instance_id": "plain"}]
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    demos, pool = tmp_path / "demos.jsonl", tmp_path / "pool.jsonl"
+    script = ROOT / "scripts" / "paper_mini_split.py"
+    outputs = []
+    for _ in range(2):  # deterministic in the seed
+        proc = subprocess.run(
+            [sys.executable, str(script), str(train), "3", str(demos), str(pool)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append((demos.read_text(), pool.read_text()))
+    assert outputs[0] == outputs[1]
+    d = [json.loads(x) for x in demos.read_text().splitlines()]
+    p = [json.loads(x) for x in pool.read_text().splitlines()]
+
+    def functions(part: list[dict]) -> set[str]:
+        return {(r.get("synth") or {}).get("function", r["instance_id"]) for r in part}
+
+    assert not functions(d) & functions(p)
+    assert sorted(r["instance_id"] for r in d + p) == sorted(r["instance_id"] for r in rows)
+    assert 8 <= len(d) <= 13
+    assert 8 <= len(p) <= 13
+    assert "demo tasks" in proc.stderr
+    assert proc.stdout == ""
+
+
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef half(x):\n    return x // 2\n"
 FIXED = (
     "def add(a, b):\n    return a + b\n\n\ndef half(x):\n    if x < 0:\n        return -(-x // 2)\n    return x // 2\n"

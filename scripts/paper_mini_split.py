@@ -1,0 +1,47 @@
+"""`make paper-mini PM_DISJOINT=1`'s train split: the train tasks cut in two halves that share no function, one for
+RFT's demonstrations and one for DAPO's pool, so DAPO trains on tasks the RFT checkpoint has never been shown (the
+paper's RL stage runs on tasks its RFT data did not solve; without the cut every pool task is a memorised demo).
+
+    python scripts/paper_mini_split.py TRAIN.jsonl SEED DEMOS_OUT POOL_OUT
+
+Functions are read from each synth task's `synth.function` (a task without it is its own function) and assigned
+with the same seeded rule `swerl tasks synth` uses for its train / held-out split.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+
+from swerl_cli.tasks.synth.plan import assign_splits
+
+
+def function_of(row: dict) -> str:
+    synth = row.get("synth")
+    if isinstance(synth, dict) and isinstance(synth.get("function"), str):
+        return str(synth["function"])
+    return f"task:{row.get('instance_id')}"
+
+
+def main(train: str, seed: str, demos_out: str, pool_out: str) -> int:
+    lines = [ln for ln in Path(train).read_bytes().splitlines() if ln.strip()]
+    rows = [orjson.loads(ln) for ln in lines]
+    sides = assign_splits((function_of(r) for r in rows), 0.5, int(seed))
+    halves: dict[str, list[bytes]] = {"heldout": [], "train": []}
+    for line, row in zip(lines, rows, strict=True):
+        halves[sides[function_of(row)]].append(line)
+    for path, side in ((demos_out, "train"), (pool_out, "heldout")):
+        tmp = Path(f"{path}.tmp")
+        tmp.write_bytes(b"".join(ln + b"\n" for ln in halves[side]))
+        tmp.replace(path)
+    demos, pool = len(halves["train"]), len(halves["heldout"])
+    print(f"paper-mini split: {demos} demo tasks, {pool} pool tasks, no function shared", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    sys.exit(main(*sys.argv[1:]))
