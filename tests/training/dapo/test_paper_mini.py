@@ -17,16 +17,21 @@ from tests.conftest import IN_CI, ROOT
 from tests.records import graded
 
 
-def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
-    run = tmp_path / "pm"
+def _dry_run(target: str, run: Path, *variables: str) -> str:
+    """What `make -n TARGET PM_RUNS=run VARIABLES...` prints (it must succeed)."""
     proc = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini", f"PM_RUNS={run}", "PM_ITERS=3"],
+        ["make", "-C", str(ROOT), "--no-print-directory", "-n", target, f"PM_RUNS={run}", *variables],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    return proc.stdout
+
+
+def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
+    run = tmp_path / "pm"
+    out = _dry_run("paper-mini", run, "PM_ITERS=3")
     for stage in ("rft-demos", "rft", "base-eval", "eval-0", "rollouts-$k", "dapo-$k"):
         assert f"paper-mini-stage.sh {run} {stage} " in out
     # the trainer runs before any vLLM server is up; the RFT checkpoint is evaluated even with PM_ITERS=0
@@ -38,13 +43,8 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     assert "rl-stage2-pool" in out
     assert "STAGE=2 T_MAX=12 MAX_TURNS=12 EPS_HIGH=0.26" in out
     assert "-c examples/paper-mini/collect.yaml" in out  # the small-model scaffold, in demos and every eval
-    demos = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini-demos", f"PM_RUNS={run}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "collect --policy gold-steps --run bootstrap-gold-demos -c examples/paper-mini/collect.yaml" in demos.stdout
+    demos = _dry_run("paper-mini-demos", run)
+    assert "collect --policy gold-steps --run bootstrap-gold-demos -c examples/paper-mini/collect.yaml" in demos
     assert "paper_mini_table.py" in out
     assert f"report {run}/base {run} -o {run}/report.html" in out
     assert not run.exists()
@@ -52,23 +52,12 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
 
 def test_disjoint_dry_run_draws_demos_and_pool_from_the_two_halves(tmp_path: Path):
     run = tmp_path / "pm"
-    proc = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini", f"PM_RUNS={run}", "PM_DISJOINT=1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "scripts/paper_mini_split.py " in proc.stdout
-    assert f"0 {run}/demo-tasks.jsonl {run}/pool-tasks.jsonl" in proc.stdout  # seed, the RFT half, DAPO's half
-    assert f"cat {run}/pool-tasks.jsonl | shuf -n 16" in proc.stdout
-    demos = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini-demos", f"PM_RUNS={run}", "PM_DISJOINT=1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert f"cat {run}/demo-tasks.jsonl | shuf -n 50" in demos.stdout
+    out = _dry_run("paper-mini", run, "PM_DISJOINT=1")
+    assert "scripts/paper_mini_split.py " in out
+    assert f"0 {run}/demo-tasks.jsonl {run}/pool-tasks.jsonl" in out  # seed, the RFT half, DAPO's half
+    assert f"cat {run}/pool-tasks.jsonl | shuf -n 16" in out
+    assert f"cat {run}/demo-tasks.jsonl | shuf -n 50" in _dry_run("paper-mini-demos", run, "PM_DISJOINT=1")
+    assert f"cat {run}/demo-tasks.jsonl" not in _dry_run("paper-mini-demos", run)  # off by default
     assert not run.exists()
 
 
@@ -348,14 +337,7 @@ def test_async_dry_run_runs_make_rl_async_from_the_rft_checkpoint(tmp_path: Path
     run = tmp_path / "pm"
     (run / "iter-2").mkdir(parents=True)
     (run / "iter-2" / "eval.json").write_text("{}")  # the sync run has been made
-    proc = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "-n", "paper-mini-async", f"PM_RUNS={run}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = _dry_run("paper-mini-async", run)
     assert f"MODEL={run}/rft/ckpt TASKS={run}/train.jsonl" in out
     assert f"RUNS={run}/async VLLM_STATE={run}/async/vllm" in out
     assert "ASYNC=1 STALENESS=4 ITERS=2 VLLM_KEEP=1 rl" in out
