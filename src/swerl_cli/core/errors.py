@@ -100,7 +100,7 @@ class MissingDependencyError(SwerlError):
 def missing_dependency(err: ModuleNotFoundError) -> MissingDependencyError | None:
     """The one-line error for a known optional package that is not installed, or None (then it is a bug).
 
-    >>> str(missing_dependency(ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib.pyplot")))
+    >>> str(missing_dependency(ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")))
     "this needs matplotlib, which is not installed: pip install 'swerl[plot]'"
     """
     import importlib.util
