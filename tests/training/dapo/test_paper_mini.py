@@ -50,7 +50,7 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     assert not run.exists()
 
 
-def test_disjoint_dry_run_draws_demos_and_pool_from_the_two_halves(tmp_path: Path):
+def test_disjoint_and_other_pool_dry_runs_draw_the_pool_apart_from_the_demos(tmp_path: Path):
     run = tmp_path / "pm"
     out = _dry_run("paper-mini", run, "PM_DISJOINT=1")
     assert "scripts/paper_mini_split.py " in out
@@ -58,6 +58,9 @@ def test_disjoint_dry_run_draws_demos_and_pool_from_the_two_halves(tmp_path: Pat
     assert f"cat {run}/pool-tasks.jsonl | shuf -n 16" in out
     assert f"cat {run}/demo-tasks.jsonl | shuf -n 50" in _dry_run("paper-mini-demos", run, "PM_DISJOINT=1")
     assert f"cat {run}/demo-tasks.jsonl" not in _dry_run("paper-mini-demos", run)  # off by default
+    other = _dry_run("paper-mini", run, f"PM_POOL_SRC={tmp_path}/lib.jsonl")  # a pool from another task family
+    assert f"cat {tmp_path}/lib.jsonl | shuf -n 16" in other
+    assert f'"pool": "{tmp_path}/lib.jsonl"' in other
     assert not run.exists()
 
 
