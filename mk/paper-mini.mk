@@ -37,11 +37,12 @@ PM_DEMO_N ?= 50
 # demonstrations come from one, DAPO's pool from the other, so DAPO trains on tasks RFT was never shown.
 # Empty (the default): both draw from all train tasks, and every pool task is a demonstrated one.
 PM_DISJOINT ?=
-PM_DEMO_SRC ?= $(if $(PM_DISJOINT),$(PM_RUNS)/demo-tasks.jsonl,$(PM_TRAIN_SRC))
+PM_SPLIT = $(filter-out 0 no false,$(PM_DISJOINT))
+PM_DEMO_SRC ?= $(if $(PM_SPLIT),$(PM_RUNS)/demo-tasks.jsonl,$(PM_TRAIN_SRC))
 # The demonstrations are drawn from PM_DEMO_SRC and DAPO's pool from PM_POOL_SRC: by default both from the train
 # tasks (their two halves under PM_DISJOINT); either can name other task files (e.g. another library's `swerl tasks
 # synth` output, alone or concatenated with toolz's), to demonstrate or train on more than one library.
-PM_POOL_SRC ?= $(if $(PM_DISJOINT),$(PM_RUNS)/pool-tasks.jsonl,$(PM_TRAIN_SRC))
+PM_POOL_SRC ?= $(if $(PM_SPLIT),$(PM_RUNS)/pool-tasks.jsonl,$(PM_TRAIN_SRC))
 # The small-model scaffold: a short prompt with one worked example, a 9-line editor window (examples/paper-mini/).
 PM_COLLECT_CONFIG ?= examples/paper-mini/collect.yaml
 PM_DEMO_POLICY ?= gold-steps
@@ -97,7 +98,7 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	@mkdir -p $(PM_RUNS)
 	@test -s $(PM_RUNS)/heldout.jsonl || { cat $(PM_HELDOUT_SRC) | head -n $(PM_HELDOUT_N) > $(PM_RUNS)/.h.tmp \
 	  && mv $(PM_RUNS)/.h.tmp $(PM_RUNS)/heldout.jsonl; }
-	@test -z "$(PM_DISJOINT)" -o -s $(PM_RUNS)/pool-tasks.jsonl || $(PY) scripts/paper_mini_split.py $(PM_TRAIN_SRC) \
+	@test -z "$(PM_SPLIT)" -o -s $(PM_RUNS)/pool-tasks.jsonl || $(PY) scripts/paper_mini_split.py $(PM_TRAIN_SRC) \
 	  $(PM_SEED) $(PM_RUNS)/demo-tasks.jsonl $(PM_RUNS)/pool-tasks.jsonl
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_POOL_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }

@@ -26,8 +26,19 @@ def function_of(row: dict) -> str:
 
 
 def main(train: str, seed: str, demos_out: str, pool_out: str) -> int:
-    lines = [ln for ln in Path(train).read_bytes().splitlines() if ln.strip()]
-    rows = [orjson.loads(ln) for ln in lines]
+    lines, rows = [], []
+    for n, line in enumerate(Path(train).read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict):
+            print(f"{train}:{n}: not a JSON object (a task record)", file=sys.stderr)
+            return 2
+        lines.append(line)
+        rows.append(row)
     sides = assign_splits((function_of(r) for r in rows), 0.5, int(seed))
     halves: dict[str, list[bytes]] = {"heldout": [], "train": []}
     for line, row in zip(lines, rows, strict=True):

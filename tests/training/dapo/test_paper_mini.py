@@ -58,6 +58,7 @@ def test_disjoint_and_other_pool_dry_runs_draw_the_pool_apart_from_the_demos(tmp
     assert f"cat {run}/pool-tasks.jsonl | shuf -n 16" in out
     assert f"cat {run}/demo-tasks.jsonl | shuf -n 50" in _dry_run("paper-mini-demos", run, "PM_DISJOINT=1")
     assert f"cat {run}/demo-tasks.jsonl" not in _dry_run("paper-mini-demos", run)  # off by default
+    assert f"cat {run}/demo-tasks.jsonl" not in _dry_run("paper-mini-demos", run, "PM_DISJOINT=0")
     other = _dry_run("paper-mini", run, f"PM_POOL_SRC={tmp_path}/lib.jsonl")  # a pool from another task family
     assert f"cat {tmp_path}/lib.jsonl | shuf -n 16" in other
     assert f'"pool": "{tmp_path}/lib.jsonl"' in other
@@ -96,6 +97,15 @@ def test_split_halves_share_no_function_and_keep_every_task(tmp_path: Path):
     assert 8 <= len(p) <= 13
     assert "demo tasks" in proc.stderr
     assert proc.stdout == ""
+    train.write_text(train.read_text() + "{not json\n")
+    bad = subprocess.run(
+        [sys.executable, str(script), str(train), "3", str(demos), str(pool)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (bad.returncode, bad.stderr) == (2, f"{train}:22: not a JSON object (a task record)\n")
+    assert [json.loads(x) for x in demos.read_text().splitlines()] == d  # what was written is kept
 
 
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef half(x):\n    return x // 2\n"
