@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import orjson
-
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.jsonl import iter_raw, parse_raw
 from swerl_cli.tasks.synth.plan import assign_splits
 
 
@@ -27,18 +27,13 @@ def function_of(row: dict) -> str:
 
 def main(train: str, seed: str, demos_out: str, pool_out: str) -> int:
     lines, rows = [], []
-    for n, line in enumerate(Path(train).read_bytes().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            row = None
-        if not isinstance(row, dict):
-            print(f"{train}:{n}: not a JSON object (a task record)", file=sys.stderr)
-            return 2
-        lines.append(line)
-        rows.append(row)
+    try:  # swerl's own JSONL reader: a bad line is one InputError naming file and line
+        for name, n, raw in iter_raw(train):
+            lines.append(raw.rstrip(b"\r\n"))
+            rows.append(parse_raw(name, n, raw).obj)
+    except InputError as e:
+        print(e, file=sys.stderr)
+        return 2
     sides = assign_splits((function_of(r) for r in rows), 0.5, int(seed))
     halves: dict[str, list[bytes]] = {"heldout": [], "train": []}
     for line, row in zip(lines, rows, strict=True):
