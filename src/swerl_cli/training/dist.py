@@ -3,12 +3,18 @@
 `ensure_dist_env()` fills RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT when no launcher set them, so a plain
 `swerl rft` runs as a world of one (DeepSpeed would otherwise try mpi4py discovery). `init()` starts the process
 group (gloo on CPU, nccl on CUDA) and `shutdown()` destroys it (an exit without it sometimes aborts a rank).
+Before that it clears torch's C++-extension build locks whose holder is gone (`stale_build_locks()`): DeepSpeed loads
+its CPU shm_comm op through torch's JIT loader in every `init_distributed`, and a lock left by a killed process would
+make every later run wait on it forever.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
+import time
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -49,12 +55,77 @@ def is_main() -> bool:
     return rank() == 0
 
 
+def _extensions_root() -> Path:
+    """Where torch builds JIT C++ extensions (TORCH_EXTENSIONS_DIR, else its per-user cache folder)."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if root:
+        return Path(root)
+    from torch.utils.cpp_extension import get_default_build_root
+
+    return Path(get_default_build_root())
+
+
+def _open_paths() -> set[str] | None:
+    """Every path some readable process has open (Linux /proc); None where /proc cannot tell."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    held: set[str] = set()
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(proc / pid / "fd")
+        except OSError:  # gone, or another user's process (it cannot hold a lock in this user's cache)
+            continue
+        for fd in fds:
+            try:
+                held.add(os.readlink(proc / pid / "fd" / fd))
+            except OSError:
+                continue
+    return held
+
+
+def stale_build_locks(root: Path | None = None, settle_s: float = 0.5) -> list[Path]:
+    """torch JIT-extension build locks under `root` that no live process holds.
+
+    torch's loader (torch.utils.file_baton) takes a build folder's `lock` by creating it and keeps it open until it
+    removes it, so a lock that exists while no process has it open was left by a process killed mid-load (SIGKILL,
+    the OOM killer, the end of a session), and every later load of that extension polls it forever.
+    """
+    root = root if root is not None else _extensions_root()
+    locks = sorted({*root.glob("*/lock"), *root.glob("*/*/lock")})
+    for _ in range(2):  # twice, `settle_s` apart: a holder closes the file a moment before it removes it
+        held = _open_paths()
+        if held is None:
+            return []
+        locks = [lock for lock in locks if lock.exists() and os.path.realpath(lock) not in held]
+        if not locks:
+            return []
+        time.sleep(settle_s)
+    return locks
+
+
+def clear_stale_build_locks(root: Path | None = None) -> list[Path]:
+    """Remove the stale locks `stale_build_locks()` finds, one stderr line each; returns them."""
+    cleared = []
+    for lock in stale_build_locks(root):
+        try:
+            lock.unlink()
+        except FileNotFoundError:  # its holder released it meanwhile
+            continue
+        sys.stderr.write(f"swerl: removed {lock}: a build lock no running process holds (left by a killed run)\n")
+        cleared.append(lock)
+    return cleared
+
+
 def init() -> str:
     """Start the process group through DeepSpeed; returns the device string this rank uses."""
     import deepspeed
     import torch
 
     ensure_dist_env()
+    clear_stale_build_locks()
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank())
         device, backend = f"cuda:{local_rank()}", "nccl"
