@@ -110,6 +110,34 @@ def test_split_halves_share_no_function_and_keep_every_task(tmp_path: Path):
     assert [json.loads(x) for x in demos.read_text().splitlines()] == d  # what was written is kept
 
 
+def test_pool_keeps_fresh_tasks_outside_the_held_out_functions(tmp_path: Path):
+    def task(iid: str, function: str) -> str:
+        return json.dumps({"instance_id": iid, "synth": {"function": function}}) + "\n"
+
+    family = tmp_path / "family"
+    family.mkdir()
+    (family / "heldout.jsonl").write_text(task("h1", "m.py::held"))
+    (family / "train.jsonl").write_text(task("t1", "m.py::seen"))
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text(
+        task("c1", "m.py::held") + task("t1", "m.py::seen") + task("c2", "m.py::seen") + task("c3", "m.py::new")
+    )
+    out = tmp_path / "pool.jsonl"
+    script = ROOT / "scripts" / "paper_mini_pool.py"
+    cmd = [sys.executable, str(script), str(candidates), str(family), str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    # a held-out function's fresh bug and a known task are left out; a fresh bug in a train function is kept
+    assert [json.loads(x)["instance_id"] for x in out.read_text().splitlines()] == ["c2", "c3"]
+    assert "2 of 4 candidates kept" in proc.stderr
+    candidates.write_text(candidates.read_text() + "[1]\n{")
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith(f"{candidates}:5:")
+    assert bad.stderr.count("\n") == 1
+    assert [json.loads(x)["instance_id"] for x in out.read_text().splitlines()] == ["c2", "c3"]
+
+
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef half(x):\n    return x // 2\n"
 FIXED = (
     "def add(a, b):\n    return a + b\n\n\ndef half(x):\n    if x < 0:\n        return -(-x // 2)\n    return x // 2\n"
