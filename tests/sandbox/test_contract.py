@@ -84,6 +84,15 @@ def test_timeout_kills_process_group_and_shell_survives(sb) -> None:
     assert sb.run("echo alive; pwd").output == f"alive\n{sb.workdir}\n"
 
 
+def test_a_job_that_dies_late_after_a_timeout_leaves_no_notice_in_the_next_output(sb) -> None:
+    # the background job outlives the command by 0.1 s after the timeout's TERM; bash reports its death
+    # ("[1]+ Killed ...") at the next command it runs, which was the next command's output (a flake of the test above)
+    slow = "bash -c 'trap \"sleep 0.1; kill -KILL \\$\\$\" TERM; sleep 300 & wait' & sleep 200"
+    for _ in range(3):
+        assert sb.run(slow, timeout_s=1).timed_out
+        assert sb.run("sleep 0.3; echo clean").output == "clean\n"
+
+
 def test_output_cap_keeps_head_and_tail(sb) -> None:
     res = sb.run("echo START; head -c 50000 /dev/zero | tr '\\0' x; echo; echo END")
     assert res.output.startswith("START\n")

@@ -50,6 +50,7 @@ printf 'SWERL_READY %d\n' $$
 """
 
 TRUNC_MARKER = "\n[... {n} bytes truncated ...]\n"
+SETTLE_S = 0.5  # after a timeout: how long a killed background job may take to die without its notice leaking
 
 
 class Transport(Protocol):
@@ -137,6 +138,15 @@ class Shell:
 
     def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None | bool = True) -> ExecResult:
         """Run `cmd` in the shell (cwd/env persist); exact exit code and capped output."""
+        res = self._run_once(cmd, timeout_s, cap)
+        if res.timed_out:
+            # The timeout's signals reach the command's background jobs after the shell has returned; bash reports
+            # a job's death when it next waits for a foreground process, which would be inside the next command's
+            # output. A hidden wait lets the jobs that die within SETTLE_S report here, where it is discarded.
+            self._run_once(f"sleep {SETTLE_S} 2>/dev/null", SETTLE_S + 10, False)
+        return res
+
+    def _run_once(self, cmd: str, timeout_s: float, cap: int | None | bool) -> ExecResult:
         data = cmd.encode("utf-8")
         s1, s2 = "__SWERL_" + secrets.token_hex(8), secrets.token_hex(8) + "__"
         return self._exchange(f"__swerl_run {len(data)} {s1} {s2}\n".encode() + data, s1 + s2, timeout_s, cap)
