@@ -34,7 +34,8 @@ def test_only_locks_no_live_process_holds_are_stale(tmp_path: Path, capsys: pyte
     proc = _holder(held)
     try:
         assert dist.stale_build_locks(tmp_path, settle_s=0.05) == [left]
-        assert dist.clear_stale_build_locks(tmp_path) == [left]
+        assert dist.stale_build_locks(tmp_path, ("held_op",), settle_s=0.05) == []
+        assert dist.clear_stale_build_locks(tmp_path, ("left_op", "held_op")) == [left]
         assert not left.exists()
         assert held.exists()
         assert f"swerl: removed {left}: a build lock no running process holds" in capsys.readouterr().err
@@ -42,6 +43,8 @@ def test_only_locks_no_live_process_holds_are_stale(tmp_path: Path, capsys: pyte
         proc.kill()
         proc.communicate()
     assert dist.stale_build_locks(tmp_path, settle_s=0.05) == [held]  # its holder was killed: now it is stale
+    assert dist.clear_stale_build_locks(tmp_path) == []  # by default only the shm_comm op's lock is touched
+    assert held.exists()
     assert dist.stale_build_locks(tmp_path / "nothing-built-here") == []
 
 

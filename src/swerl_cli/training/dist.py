@@ -3,9 +3,9 @@
 `ensure_dist_env()` fills RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT when no launcher set them, so a plain
 `swerl rft` runs as a world of one (DeepSpeed would otherwise try mpi4py discovery). `init()` starts the process
 group (gloo on CPU, nccl on CUDA) and `shutdown()` destroys it (an exit without it sometimes aborts a rank).
-Before that it clears torch's C++-extension build locks whose holder is gone (`stale_build_locks()`): DeepSpeed loads
-its CPU shm_comm op through torch's JIT loader in every `init_distributed`, and a lock left by a killed process would
-make every later run wait on it forever.
+On the CPU it first clears the build lock of DeepSpeed's shm_comm op when its holder is gone (`stale_build_locks()`):
+DeepSpeed loads that op through torch's JIT loader in every `init_distributed`, and a lock left by a killed process
+would make every later run wait on it forever.
 """
 
 from __future__ import annotations
@@ -86,30 +86,36 @@ def _open_paths() -> set[str] | None:
     return held
 
 
-def stale_build_locks(root: Path | None = None, settle_s: float = 0.5) -> list[Path]:
-    """torch JIT-extension build locks under `root` that no live process holds.
+def stale_build_locks(root: Path | None = None, names: tuple[str, ...] = ("*",), settle_s: float = 0.5) -> list[Path]:
+    """torch JIT-extension build locks of the extensions `names` under `root` that no live process holds.
 
     torch's loader (torch.utils.file_baton) takes a build folder's `lock` by creating it and keeps it open until it
     removes it, so a lock that exists while no process has it open was left by a process killed mid-load (SIGKILL,
-    the OOM killer, the end of a session), and every later load of that extension polls it forever.
+    the OOM killer, the end of a session), and every later load of that extension polls it forever. Only this
+    machine's processes are seen: a build folder shared with other hosts (a home directory on NFS) can be held from
+    elsewhere, which is why `init()` only clears the CPU-only shm_comm op's lock.
     """
     root = root if root is not None else _extensions_root()
-    locks = sorted({*root.glob("*/lock"), *root.glob("*/*/lock")})
-    for _ in range(2):  # twice, `settle_s` apart: a holder closes the file a moment before it removes it
+    locks = sorted({lock for name in names for lock in (*root.glob(f"{name}/lock"), *root.glob(f"*/{name}/lock"))})
+    for attempt in range(2):  # twice, `settle_s` apart: a holder closes the file a moment before it removes it
+        if attempt:
+            time.sleep(settle_s)
         held = _open_paths()
         if held is None:
             return []
         locks = [lock for lock in locks if lock.exists() and os.path.realpath(lock) not in held]
         if not locks:
             return []
-        time.sleep(settle_s)
     return locks
 
 
-def clear_stale_build_locks(root: Path | None = None) -> list[Path]:
+SHM_OP = "deepspeed_shm_comm"  # the op DeepSpeed's CPU accelerator loads in every init_distributed
+
+
+def clear_stale_build_locks(root: Path | None = None, names: tuple[str, ...] = (SHM_OP,)) -> list[Path]:
     """Remove the stale locks `stale_build_locks()` finds, one stderr line each; returns them."""
     cleared = []
-    for lock in stale_build_locks(root):
+    for lock in stale_build_locks(root, names):
         try:
             lock.unlink()
         except FileNotFoundError:  # its holder released it meanwhile
@@ -125,12 +131,12 @@ def init() -> str:
     import torch
 
     ensure_dist_env()
-    clear_stale_build_locks()
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank())
         device, backend = f"cuda:{local_rank()}", "nccl"
     else:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
+        clear_stale_build_locks()
         device, backend = "cpu", "gloo"
     if not torch.distributed.is_initialized():
         deepspeed.init_distributed(dist_backend=backend, auto_mpi_discovery=False)
