@@ -13,21 +13,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from paper_mini_split import function_of
+from paper_mini_split import function_of, read_rows, write_lines
 
 from swerl_cli.core.errors import InputError
-from swerl_cli.streams.jsonl import iter_raw, parse_raw
-
-
-def _rows(path: str) -> list[tuple[bytes, dict]]:
-    return [(raw.rstrip(b"\r\n"), parse_raw(name, n, raw).obj) for name, n, raw in iter_raw(path)]
 
 
 def main(candidates: str, tasks_dir: str, out: str) -> int:
     try:
-        heldout = _rows(str(Path(tasks_dir) / "heldout.jsonl"))
-        known = heldout + _rows(str(Path(tasks_dir) / "train.jsonl"))
-        rows = _rows(candidates)
+        heldout = read_rows(str(Path(tasks_dir) / "heldout.jsonl"))
+        known = heldout + read_rows(str(Path(tasks_dir) / "train.jsonl"))
+        rows = read_rows(candidates)
     except InputError as e:
         print(e, file=sys.stderr)
         return 2
@@ -36,9 +31,7 @@ def main(candidates: str, tasks_dir: str, out: str) -> int:
     kept = [
         line for line, row in rows if function_of(row) not in held_functions and row.get("instance_id") not in known_ids
     ]
-    tmp = Path(f"{out}.tmp")
-    tmp.write_bytes(b"".join(line + b"\n" for line in kept))
-    tmp.replace(out)
+    write_lines(out, kept)
     print(
         f"paper-mini pool: {len(kept)} of {len(rows)} candidates kept (not a held-out function, not a known task)",
         file=sys.stderr,

@@ -25,23 +25,31 @@ def function_of(row: dict) -> str:
     return f"task:{row.get('instance_id')}"
 
 
+def read_rows(path: str) -> list[tuple[bytes, dict]]:
+    """(line, parsed object) per line, through swerl's own JSONL reader: a bad line raises one InputError naming
+    file and line."""
+    return [(raw.rstrip(b"\r\n"), parse_raw(name, n, raw).obj) for name, n, raw in iter_raw(path)]
+
+
+def write_lines(path: str, lines: list[bytes]) -> None:
+    """Write the lines byte-for-byte, replacing `path` only once all are written."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_bytes(b"".join(line + b"\n" for line in lines))
+    tmp.replace(path)
+
+
 def main(train: str, seed: str, demos_out: str, pool_out: str) -> int:
-    lines, rows = [], []
-    try:  # swerl's own JSONL reader: a bad line is one InputError naming file and line
-        for name, n, raw in iter_raw(train):
-            lines.append(raw.rstrip(b"\r\n"))
-            rows.append(parse_raw(name, n, raw).obj)
+    try:
+        rows = read_rows(train)
     except InputError as e:
         print(e, file=sys.stderr)
         return 2
-    sides = assign_splits((function_of(r) for r in rows), 0.5, int(seed))
+    sides = assign_splits((function_of(row) for _, row in rows), 0.5, int(seed))
     halves: dict[str, list[bytes]] = {"heldout": [], "train": []}
-    for line, row in zip(lines, rows, strict=True):
+    for line, row in rows:
         halves[sides[function_of(row)]].append(line)
-    for path, side in ((demos_out, "train"), (pool_out, "heldout")):
-        tmp = Path(f"{path}.tmp")
-        tmp.write_bytes(b"".join(ln + b"\n" for ln in halves[side]))
-        tmp.replace(path)
+    write_lines(demos_out, halves["train"])
+    write_lines(pool_out, halves["heldout"])
     demos, pool = len(halves["train"]), len(halves["heldout"])
     print(f"paper-mini split: {demos} demo tasks, {pool} pool tasks, no function shared", file=sys.stderr)
     return 0
