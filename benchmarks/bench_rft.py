@@ -7,7 +7,10 @@ model: 2 x 4, which keeps a step's packed row and its activations within a few G
 the same messages with the model's chat template (for SmolLM2 a copy marked with {% generation %} that renders the
 same bytes, which `assistant_only_loss` needs). TRL runs the way a competent user runs it on a CPU without native
 bf16: fp32 (`bf16=False`), no gradient checkpointing, `padding_free=True` (one packed row per step, no padding).
-swerl packs each step into one row too (`--micro-batch-tokens` above a step's tokens). Both time each optimizer step
+swerl packs each step into one row too (`--micro-batch-tokens` above a step's tokens). Both take the sequences in
+file order (`--no-shuffle`; TRL `train_sampling_strategy="sequential"`), so each step holds the same sequences on
+both sides: TRL's attention over a packed row costs the square of the row's length, so a different grouping
+changes its time. Both time each optimizer step
 inside the trainer (model load, data preparation and export excluded) and each runs in a fresh subprocess whose
 peak RSS is recorded. Achieved FLOP/s (benchmarks/flops.py: useful model FLOPs only) is printed as a share of this
 machine's measured fp32 matmul peak.
@@ -40,7 +43,7 @@ model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdp
 cfg = SFTConfig(output_dir=out, assistant_only_loss=True, per_device_train_batch_size=batch, max_steps=steps,
                 learning_rate=5e-4, use_cpu=True, report_to=[], save_strategy="no", logging_steps=1000,
                 max_length=None, dataloader_num_workers=0, seed=0, disable_tqdm=True,
-                bf16=False, gradient_checkpointing=False, padding_free=True)
+                train_sampling_strategy="sequential", bf16=False, gradient_checkpointing=False, padding_free=True)
 class StepTimer(TrainerCallback):
     def __init__(self): self.times, self.cpu, self.t0, self.c0 = [], [], None, None
     def on_step_begin(self, args, state, control, **kw): self.t0, self.c0 = time.perf_counter(), time.process_time()
@@ -52,7 +55,8 @@ lengths = [len(x) for x in trainer.train_dataset["input_ids"]]
 trainer.train()
 print(json.dumps({"tokens": sum(lengths), "step_s": timer.times, "step_cpu_s": timer.cpu,
                   "config": {k: getattr(cfg, k) for k in ("bf16", "gradient_checkpointing", "padding_free",
-                                                          "per_device_train_batch_size", "max_steps")}}))
+                                                          "per_device_train_batch_size", "max_steps",
+                                                          "train_sampling_strategy")}}))
 """
 
 RSS_WRAPPER = (
