@@ -53,7 +53,11 @@ PM_MAX_TURNS ?= 6
 PM_MAX_NEW_TOKENS ?= 96
 PM_CONTEXT ?= 2048
 PM_CONCURRENCY ?= 6
+# The step penalty (paper Eq. 4) for stage 1: 0 below PM_L_THR turns, reaching -1 at PM_T_MAX. With a 6-turn budget
+# it also ranks failures by how they end (a 5-turn context-limit failure above a 6-turn turn-limit one);
+# PM_L_THR=6 PM_T_MAX=12 leaves every stage-1 episode unpenalised, a binary reward (docs/training.md).
 PM_L_THR ?= 2
+PM_T_MAX ?= $(PM_MAX_TURNS)
 PM_EPS_HIGH ?= 0.3
 # DAPO's optimizer batch: 4 groups per step, so an iteration's pool makes up to 4 steps
 PM_BATCH ?= $(shell echo $$(( $(PM_G) * 4 )))
@@ -85,7 +89,7 @@ PM_RL = make --no-print-directory RUNS=$(PM_RUNS) POLICY=vllm-server MODEL=$(PM_
 	CONCURRENCY=$(PM_CONCURRENCY) L_THR=$(PM_L_THR) BATCH=$(PM_BATCH) LR=$(PM_DAPO_LR) SEED=$(PM_SEED) \
 	VLLM_PORT=$(PM_PORT) VLLM_STATE=$(PM_RUNS)/vllm COLLECT_ARGS='-c $(PM_COLLECT_CONFIG) $(PM_COLLECT_ARGS)' \
 	GRADE_ARGS='$(PM_GRADE_ARGS)' DAPO_ARGS='$(PM_DAPO_ARGS)'
-PM_STAGE1 = STAGE=1 T_MAX=$(PM_MAX_TURNS) EPS_HIGH=$(PM_EPS_HIGH)
+PM_STAGE1 = STAGE=1 T_MAX=$(PM_T_MAX) EPS_HIGH=$(PM_EPS_HIGH)
 PM_MAX_TURNS2 = $(shell echo $$(( 2 * $(PM_MAX_TURNS) )))
 PM_STAGE2 = STAGE=2 T_MAX=$(PM_MAX_TURNS2) MAX_TURNS=$(PM_MAX_TURNS2) EPS_HIGH=0.26 \
 	POOL=$(PM_RUNS)/stage2-pool.jsonl
@@ -102,7 +106,7 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	  $(PM_SEED) $(PM_RUNS)/demo-tasks.jsonl $(PM_RUNS)/pool-tasks.jsonl
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_POOL_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "disjoint": "$(PM_DISJOINT)", "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)", "demos": "$(PM_DEMO_SRC)", "pool": "$(PM_POOL_SRC)"}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "disjoint": "$(PM_DISJOINT)", "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "t_max": $(PM_T_MAX), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)", "demos": "$(PM_DEMO_SRC)", "pool": "$(PM_POOL_SRC)"}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
