@@ -91,6 +91,17 @@ def test_report_refuses_its_own_input(tmp_path: Path, how: str) -> None:
     assert out.read_bytes() == before
 
 
+def test_report_into_its_run_directory_can_be_written_again(tmp_path: Path) -> None:
+    """`make paper-mini` writes RUN/report.html; every file under RUN counted as an input, so a resumed run (or a
+    second `make paper-mini-report`) was refused at its last step with exit 2."""
+    run = make_run(tmp_path / "run", [[1, 0], [2, 1]])
+    out = run / "report.html"
+    for _ in range(2):
+        res = run_swerl("report", str(run), "-o", str(out))
+        assert res.returncode == 0, res.stderr.decode()
+        assert out.read_bytes().startswith(b"<!DOCTYPE html>")
+
+
 @pytest.mark.parametrize(
     ("target", "needle"),
     [("dir", "is a directory, expected a file"), ("/sys/swerl-r.html", "Permission denied"),

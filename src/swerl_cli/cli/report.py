@@ -58,11 +58,10 @@ def _report(
 
 
 def _files_read(inputs: list[str]) -> list[str]:
-    """The inputs, with a run directory standing for every file under it (a report never writes into its input)."""
-    from pathlib import Path
+    """The files the report reads: each run directory's iter-k/ files (report.build.discover), and the files given.
 
-    files: list[str] = []
-    for name in inputs:
-        p = Path(name)
-        files += [str(f) for f in sorted(p.rglob("*")) if f.is_file()] if p.is_dir() else [name]
-    return files
+    A page written into its run directory (`make paper-mini`'s RUN/report.html) is not one of them, so the run can
+    be reported again; an iteration file as the output is refused."""
+    from swerl_cli.report.build import discover
+
+    return [f for src in discover(inputs) for f in (src.graded, src.eval, src.dapo, src.metrics) if f]
