@@ -37,14 +37,23 @@ def _containers(run: str) -> list[str]:
 
 
 def _terminate_when_running(cmd: list[str], run: str, n: int, sig: int) -> tuple[int, str]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # PYTHONFAULTHANDLER: a command still running 120 s after the signal is sent SIGABRT, which makes it print every
+    # thread's stack, and the failure shows where it hung (once, under a full suite's load, collect did not exit).
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 120
     while len(_containers(run)) < n and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert len(_containers(run)) >= n, "the sandboxes never came up"
     time.sleep(0.5)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        subprocess.run(["docker", "rm", "-f", *_containers(run)], capture_output=True)
+        pytest.fail(f"still running 120 s after signal {sig}; its threads at SIGABRT:\n{err.decode()[-6000:]}")
     return proc.returncode, err.decode()
 
 
