@@ -11,6 +11,7 @@ from typing import Any
 
 from swerl_cli.agent import tools as T
 from swerl_cli.agent.prompts import PromptConfig, fill
+from swerl_cli.core.aio import within
 from swerl_cli.core.errors import SandboxError, SwerlError
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Policy, Sampling
 from swerl_cli.policy.tokens import TokenBook
@@ -169,7 +170,7 @@ class _Episode:
         t0 = time.perf_counter()
         try:
             request = self.policy.acomplete(self.messages, self.sampling, tools=self.tools, episode=self.info)
-            return await asyncio.wait_for(request, remaining)
+            return await within(request, remaining)
         except asyncio.TimeoutError:
             return "timeout"
         except ContextLimitError:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
+from swerl_cli.core.aio import within
 from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.base import ContextLimitError
 
@@ -108,7 +109,7 @@ class Endpoints:
         self._in_flight[i] += 1
         t0 = time.perf_counter()
         try:
-            resp = await asyncio.wait_for(self.client().post(url, json=body), self.request_timeout_s)
+            resp = await within(self.client().post(url, json=body), self.request_timeout_s)
         except (httpx.TransportError, asyncio.TimeoutError) as e:
             return None, f"{url}: {type(e).__name__}: {e}".rstrip(": ")
         finally:
