@@ -1,11 +1,17 @@
-"""A cancellation (SIGTERM/SIGHUP/Ctrl-C of `swerl collect`) is never lost to a policy reply arriving in the same
-loop iteration: Python 3.11's `asyncio.wait_for` returned the reply instead (CPython gh-86296), and the episode went
-on to run its next command (core/aio.py)."""
+"""A cancellation (SIGTERM/SIGHUP/Ctrl-C of `swerl collect`) is neither lost nor late (core/aio.py):
+- lost: Python 3.11's `asyncio.wait_for` returned a policy reply arriving in the same loop iteration instead
+  (CPython gh-86296), and the episode went on to run its next command;
+- late: a signal the kernel delivers to a thread other than the main one (an episode's, blocked in a sandbox read)
+  did not wake the loop, so its handler waited for the loop's next event (`swerl collect` outlived SIGHUP by 2 min).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +19,68 @@ import pytest
 from swerl_cli.core.aio import within
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "swerl_cli"
+
+# A worker thread, blocked like an episode in a sandbox read, receives SIGHUP itself while the main thread's loop
+# sleeps in select with nothing scheduled; the CLI's handler (SIGHUP takes the Ctrl-C path) must cancel at once.
+SIGNAL_TO_A_WORKER = """
+import asyncio, signal, sys, threading, time
+from swerl_cli.cli import _common
+from swerl_cli.core import aio
+
+_common.install_signal_handlers()
+
+def blocker():
+    time.sleep(0.5)  # the main thread is in select by now
+    signal.pthread_kill(threading.get_ident(), signal.SIGHUP)
+    sent.append(time.monotonic())
+    time.sleep(6)
+
+async def main():
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, blocker)
+    except asyncio.CancelledError:
+        print(f"{time.monotonic() - sent[0]:.2f}", _common._terminated_by)
+        raise
+
+sent = []
+try:
+    (aio.run if sys.argv[1] == "aio" else asyncio.run)(main())
+except KeyboardInterrupt:
+    pass
+"""
+
+
+def _signal_to_a_worker(runner: str) -> tuple[float, int]:
+    """Seconds from the signal to the main task's cancellation, and the signal the CLI recorded."""
+    env = {**os.environ, "PYTHONPATH": str(SRC.parent)}
+    out = subprocess.run(
+        [sys.executable, "-c", SIGNAL_TO_A_WORKER, runner], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    seconds, signum = out.stdout.split()
+    return float(seconds), int(signum)
+
+
+def test_a_signal_on_a_worker_thread_cancels_at_once() -> None:
+    seconds, signum = _signal_to_a_worker("aio")
+    assert signum == 1  # SIGHUP, recorded for the exit code 129
+    assert seconds < 1.0
+
+
+def test_plain_asyncio_run_waits_for_the_next_event() -> None:
+    """The control: without the wakeup fd the handler ran only when the blocked thread returned, ~6 s later."""
+    seconds, _ = _signal_to_a_worker("plain")
+    assert seconds > 4.0
+
+
+def test_no_asyncio_run_left_in_swerl() -> None:
+    """Every event loop in swerl starts through `aio.run`."""
+    users = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if p.name != "aio.py" and re.search(r"\basyncio\.run\(", p.read_text())
+    ]
+    assert users == []
 
 
 def _cancel_as_it_completes(wrap) -> str:

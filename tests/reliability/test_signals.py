@@ -36,9 +36,14 @@ def _containers(run: str) -> list[str]:
     return out.stdout.split()
 
 
-def _terminate_when_running(cmd: list[str], run: str, n: int, sig: int) -> tuple[int, str]:
-    # PYTHONFAULTHANDLER: a command still running 120 s after the signal is sent SIGABRT, which makes it print every
-    # thread's stack, and the failure shows where it hung (once, under a full suite's load, collect did not exit).
+def _terminate_when_running(
+    cmd: list[str], run: str, n: int, sig: int, *, to_a_worker_thread: bool = False, limit: float = 120
+) -> tuple[int, str]:
+    """Start `cmd`, send `sig` once its `n` sandboxes are up; its exit code and stderr. `to_a_worker_thread`: the
+    signal goes to one of its threads other than the main one (`kill` of that thread's id: the kernel delivers a
+    process signal to the thread named when it can take it), as the kernel may choose on its own under load."""
+    # PYTHONFAULTHANDLER: a command still running `limit` s after the signal is sent SIGABRT, which makes it print
+    # every thread's stack, and the failure shows where it hung.
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 120
@@ -46,14 +51,20 @@ def _terminate_when_running(cmd: list[str], run: str, n: int, sig: int) -> tuple
         time.sleep(0.2)
     assert len(_containers(run)) >= n, "the sandboxes never came up"
     time.sleep(0.5)
-    proc.send_signal(sig)
+    if to_a_worker_thread:
+        time.sleep(2.0)  # the episodes are in their first command by now
+        workers = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+        assert workers, "no thread besides the main one"
+        os.kill(workers[-1], sig)
+    else:
+        proc.send_signal(sig)
     try:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
         _, err = proc.communicate(timeout=30)
         subprocess.run(["docker", "rm", "-f", *_containers(run)], capture_output=True)
-        pytest.fail(f"still running 120 s after signal {sig}; its threads at SIGABRT:\n{err.decode()[-6000:]}")
+        pytest.fail(f"still running {limit} s after signal {sig}; its threads at SIGABRT:\n{err.decode()[-6000:]}")
     return proc.returncode, err.decode()
 
 
@@ -79,6 +90,21 @@ def test_sighup_during_collect_removes_every_container(task: dict, tmp_path: Pat
         cmd = [sys.executable, "-m", "swerl_cli", "collect", str(tmp_path / "tasks.jsonl"), "--samples", "3"]
         cmd += ["--policy", "openai", "--base-url", server.base_url, "--concurrency", "3", "--run", run]
         code, err = _terminate_when_running([*cmd, "-o", str(tmp_path / "t.jsonl")], run, 3, signal.SIGHUP)
+    assert code == 129, err[-2000:]
+    assert _containers(run) == []
+
+
+@pytest.mark.docker
+def test_sighup_on_an_episode_thread_stops_collect_at_once(task: dict, tmp_path: Path) -> None:
+    """The signal lands on a thread blocked in its sandbox's `sleep 120`, not on the main one: the event loop must
+    still wake (core/aio.py `run`); it used to wait for the command to end, two minutes (docs/reliability.md)."""
+    run = f"rel-hup-thread-{os.getpid()}"
+    (tmp_path / "tasks.jsonl").write_bytes(jsonl([task]))
+    with FaultyServer(["Waiting.\n```command\nsleep 120\n```"]) as server:
+        cmd = [sys.executable, "-m", "swerl_cli", "collect", str(tmp_path / "tasks.jsonl"), "--samples", "2"]
+        cmd += ["--policy", "openai", "--base-url", server.base_url, "--concurrency", "2", "--run", run]
+        cmd += ["-o", str(tmp_path / "t.jsonl")]
+        code, err = _terminate_when_running(cmd, run, 2, signal.SIGHUP, to_a_worker_thread=True, limit=60)
     assert code == 129, err[-2000:]
     assert _containers(run) == []
 

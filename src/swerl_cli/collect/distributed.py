@@ -9,7 +9,6 @@ backends (hf, vllm) cannot be spread over nodes and are refused (`collect/policy
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import run_job
 from swerl_cli.collect.plan import Job
 from swerl_cli.collect.policy import check_distributable, episode_policy
+from swerl_cli.core import aio
 from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import stream_jobs
 from swerl_cli.policy.base import Policy
@@ -36,7 +36,7 @@ def episode_job(job: Job, cfg: CollectConfig, policy: Policy | None) -> dict[str
             if own:
                 await active.aclose()
 
-    return asyncio.run(main())
+    return aio.run(main())
 
 
 def run_jobs_on(

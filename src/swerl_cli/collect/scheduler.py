@@ -14,6 +14,7 @@ from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.episode import close_when_started, play_job, start_job_sandbox
 from swerl_cli.collect.plan import Job, plan_jobs
 from swerl_cli.collect.policy import build_policy
+from swerl_cli.core import aio
 from swerl_cli.core.errors import SwerlError
 from swerl_cli.executor import this_node
 from swerl_cli.policy.base import Policy
@@ -203,7 +204,7 @@ def run_jobs(
 
     remove_stale(cfg.run, cfg.sandbox)  # left by an earlier run of this name that was killed (SIGKILL, OOM)
     try:
-        asyncio.run(main())
+        aio.run(main())
     finally:
         from swerl_cli.sandbox import lifecycle
 

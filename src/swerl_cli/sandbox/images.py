@@ -165,7 +165,7 @@ def pull_many(
 
     One image list answers which are present, so the pulls start at once and each costs the engine the pull and
     one inspect (its size); the state file is written once at the end (and before each budget check)."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from swerl_cli.sandbox.docker import docker_client
 
@@ -175,8 +175,11 @@ def pull_many(
     missing = batch.report_present(images, on_done)
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swerl-pull") as pool:
-            for fut in as_completed([pool.submit(batch.pull, image) for image in missing]):
-                on_done(fut.result())
+            pending = {pool.submit(batch.pull, image) for image in missing}
+            while pending:  # in steps of 0.5 s: a signal a pull's thread took is handled within that
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    on_done(fut.result())
     finally:
         batch.flush()
 
