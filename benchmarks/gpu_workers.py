@@ -72,7 +72,7 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
     from swerl_cli.training.dapo_config import DapoConfig
     from swerl_cli.training.dapo_loss import batch_loss
     from swerl_cli.training.data import Sample
-    from swerl_cli.training.engine import TrainEngine
+    from swerl_cli.training.engine import TrainEngine, fused_adamw
     from swerl_cli.training.losses import get_loss
     from swerl_cli.training.rft import rft_loss_fn
     from swerl_cli.training.train_config import TrainConfig
@@ -91,7 +91,8 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
     eng = TrainEngine.from_config(cfg, total_steps=10**6)
     attn = eng.module.config._attn_implementation
     config = {"zero_stage": stage, "dtype": "bf16" if eng.device.startswith("cuda") else "fp32",
-              "master_weights": "fp32", "optimizer": "torch AdamW", "gradient_checkpointing": gc}  # fmt: skip
+              "master_weights": "fp32", "optimizer": f"torch AdamW (fused={fused_adamw(eng.device)})",
+              "gradient_checkpointing": gc}  # fmt: skip
     if variant == "swerl-persist":
         config["stage3_param_persistence_threshold"] = 10**12
     dcfg = DapoConfig()
