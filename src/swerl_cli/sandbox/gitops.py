@@ -55,12 +55,16 @@ def touched_files(task: Task) -> list[str]:
 
 
 def diff_command(base_commit: str, exclude: list[str]) -> str:
-    """Shell command printing `git diff` vs base_commit, untracked files included, via a throwaway index."""
+    """Shell command printing `git diff` vs base_commit, untracked files included, via a throwaway index.
+
+    The copy keeps the index's mtime (`cp -p`): git trusts an entry's stat data only when the entry is older than
+    the index file, so a new mtime made an edit that kept the file's size in the second of the last index write
+    (the sandbox start's bug commit, then a fast first edit) look unchanged, and the patch came out empty."""
     specs = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
     base = shlex.quote(base_commit)
     return (
         '( set -e; cd "$(git rev-parse --show-toplevel)"; t=$(mktemp); trap \'rm -f "$t"\' EXIT; '
-        'cp .git/index "$t" 2>/dev/null || true; GIT_INDEX_FILE="$t" git add -A >/dev/null 2>&1; '
+        'cp -p .git/index "$t" 2>/dev/null || true; GIT_INDEX_FILE="$t" git add -A >/dev/null 2>&1; '
         'GIT_INDEX_FILE="$t" git -c core.fileMode=false diff --cached --binary --no-color --no-ext-diff '
         f"{base} -- . {specs} )"
     )
