@@ -73,14 +73,16 @@ def test_plain_asyncio_run_waits_for_the_next_event() -> None:
     assert seconds > 4.0
 
 
+def _src_files_matching(pattern: str) -> list[str]:
+    """swerl's source files (core/aio.py aside, which wraps both calls) where `pattern` occurs."""
+    return [
+        str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if p.name != "aio.py" and re.search(pattern, p.read_text())
+    ]
+
+
 def test_no_asyncio_run_left_in_swerl() -> None:
     """Every event loop in swerl starts through `aio.run`."""
-    users = [
-        str(p.relative_to(SRC))
-        for p in SRC.rglob("*.py")
-        if p.name != "aio.py" and re.search(r"\basyncio\.run\(", p.read_text())
-    ]
-    assert users == []
+    assert _src_files_matching(r"\basyncio\.run\(") == []
 
 
 def _cancel_as_it_completes(wrap) -> str:
@@ -111,8 +113,6 @@ def test_within_keeps_a_cancellation_that_races_the_reply() -> None:
 
 def test_the_race_is_real_for_wait_for_on_this_python() -> None:
     """The control: what `within` replaced loses the cancellation here (3.11); 3.12+ fixed wait_for itself."""
-    import sys
-
     if sys.version_info >= (3, 12):
         pytest.skip("asyncio.wait_for keeps the cancellation on Python 3.12+")
     assert _cancel_as_it_completes(asyncio.wait_for) == "went on"
@@ -132,9 +132,4 @@ def test_within_times_out_and_passes_results_through() -> None:
 
 def test_no_wait_for_left_in_swerl() -> None:
     """Every time-limited await in swerl goes through `within` (core/aio.py keeps the one 3.10 fallback)."""
-    users = [
-        str(p.relative_to(SRC))
-        for p in SRC.rglob("*.py")
-        if p.name != "aio.py" and re.search(r"\bwait_for\(", p.read_text())
-    ]
-    assert users == []
+    assert _src_files_matching(r"\bwait_for\(") == []
