@@ -28,7 +28,7 @@ SYNTH_FILES := toolz/itertoolz.py toolz/functoolz.py toolz/dicttoolz.py toolz/re
 SYNTH_TEST_CMD := python3 -m pytest -rA --tb=short -p no:cacheprovider --color=no --junitxml=/tmp/swerl-junit.xml \
 	-o junit_family=xunit1 --ignore=toolz/tests/test_tlz.py toolz
 
-.PHONY: synth-lib synth-tasks synth-tasks-located synth-examples
+.PHONY: synth-lib synth-tasks synth-tasks-located synth-pool-flip synth-examples
 
 synth-lib:  ## the toolz sdist (with its tests) from PyPI into .cache/synth/src/, for `make synth-tasks`
 	@bash scripts/synth-lib.sh $(SYNTH_LIB) $(SYNTH_LIB_VERSION) $(SYNTH_LIB_SHA256) $(SYNTH_SRC)
@@ -46,6 +46,16 @@ $(SYNTH_OUT)/train.jsonl: | venv
 # the functions (66 tasks from 98 functions, 50 train / 16 held-out, in about 11 minutes here).
 synth-tasks-located:  ## toolz tasks whose statement's traceback shows the bug's line (paper-mini): .cache/synth/toolz-located/
 	@$(MAKE) --no-print-directory synth-tasks SYNTH_OUT=.cache/synth/$(SYNTH_LIB)-located SYNTH_ARGS="--located --tries 6 $(SYNTH_ARGS)"
+
+# paper-mini's best-measured DAPO pool (docs/training.md, "binary reward"): off-by-one and operator-flip mutants
+# (the bugs the RFT checkpoint fixes on unseen code) of every toolz function, then the ones whose function is not
+# held out and which are not a paper-mini task already (scripts/paper_mini_pool.py). About 8 minutes here.
+SYNTH_FLIP_POOL := .cache/synth/$(SYNTH_LIB)-flip-pool.jsonl
+synth-pool-flip: synth-tasks-located  ## DAPO pool for paper-mini's binary-reward run: .cache/synth/toolz-flip-pool.jsonl
+	@$(MAKE) --no-print-directory synth-tasks SYNTH_OUT=.cache/synth/$(SYNTH_LIB)-flip SYNTH_SEED=2 SYNTH_MAX_TASKS=40 \
+	  SYNTH_ARGS="--located --tries 12 --per-function 3 --mutators off_by_one,op_flip --holdout 0"
+	@test -s $(SYNTH_FLIP_POOL) || $(PY) scripts/paper_mini_pool.py .cache/synth/$(SYNTH_LIB)-flip/train.jsonl \
+	  .cache/synth/$(SYNTH_LIB)-located $(SYNTH_FLIP_POOL)
 
 synth-examples: | venv  ## tasks synthesized from each bundled example repository: .cache/synth/examples/<repo>/
 	@for d in examples/repos/*/base; do n=$$(basename $$(dirname $$d)); \

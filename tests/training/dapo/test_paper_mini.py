@@ -65,6 +65,15 @@ def test_disjoint_and_other_pool_dry_runs_draw_the_pool_apart_from_the_demos(tmp
     assert not run.exists()
 
 
+def test_flip_pool_target_synthesizes_flips_then_keeps_the_fresh_ones(tmp_path: Path):
+    out = _dry_run("synth-pool-flip", tmp_path / "unused")
+    # the flips of every function (--holdout 0), then cut against the located family's held-out functions
+    assert "--mutators off_by_one,op_flip --holdout 0" in out
+    pool = "scripts/paper_mini_pool.py .cache/synth/toolz-flip/train.jsonl"
+    assert out.index("-o .cache/synth/toolz-flip ") < out.index(pool)
+    assert ".cache/synth/toolz-located .cache/synth/toolz-flip-pool.jsonl" in out
+
+
 def test_split_halves_share_no_function_and_keep_every_task(tmp_path: Path):
     rows = [
         {"instance_id": f"t{i}", "synth": {"function": f"m.py::f{i // 2}"}}
