@@ -6,7 +6,9 @@ Rows: the base model (RUN/base/iter-0), the RFT checkpoint (RUN/iter-0, the RL l
 DAPO checkpoint k (RUN/iter-k). Per row, on the held-out split (iter-k/eval.json from `swerl eval --json` and the
 graded records beside it): pass@1 +- SEM (over samples), pass@k (k = samples per task), the format-error rate (assistant
 turns without exactly one command block / all assistant turns), turns per episode, the share of episodes ending in
-`submit`, tokens per episode (context at the last turn) and generated tokens per episode. Each row's change from the
+`submit`, tokens per episode (context at the last turn) and generated tokens per episode; then the held-out episodes
+resolved per synth mutator (from the tasks' `synth.mutator`, RUN/heldout.jsonl), and per DAPO update its rollouts
+resolved (RUN/train.jsonl's mutators too). Each row's change from the
 row before is given in standard errors of the difference, sqrt(sem_a^2 + sem_b^2), and the issue's target is checked:
 RFT above base and the last DAPO checkpoint above RFT, each by at least 2 of them. Wall time per stage comes from
 RUN/times/*.json. The bootstrap label (RUN/paper-mini.json) heads the table. Writes RUN/table.md and RUN/table.json
@@ -26,25 +28,55 @@ def _load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() and path.stat().st_size else None
 
 
-def _episodes(path: Path) -> dict[str, float | None]:
-    """Format-error rate, turns, submit share and tokens over the graded records of one eval."""
+def _mutators(run: Path) -> dict[str, str]:
+    """instance_id -> the synth mutator that made the task, from the run's task files (RUN/heldout.jsonl, the held-out
+    split, and RUN/train.jsonl, DAPO's pool); tasks without a `synth.mutator` field are left out."""
+    out: dict[str, str] = {}
+    for name in ("heldout.jsonl", "train.jsonl"):
+        path = run / name
+        if path.is_file():
+            for line in path.read_text().splitlines():
+                row = json.loads(line) if line.strip() else {}
+                mutator = (row.get("synth") or {}).get("mutator")
+                if mutator and row.get("instance_id"):
+                    out[row["instance_id"]] = mutator
+    return out
+
+
+def _by_mutator(records: list[dict], mutators: dict[str, str]) -> dict[str, list[int]]:
+    """mutator -> [resolved, episodes] over graded records whose task has a known mutator."""
+    out: dict[str, list[int]] = {}
+    for rec in records:
+        mutator = mutators.get(rec.get("instance_id", ""))
+        if mutator:
+            cell = out.setdefault(mutator, [0, 0])
+            cell[0] += bool((rec.get("grade") or {}).get("resolved"))
+            cell[1] += 1
+    return dict(sorted(out.items()))
+
+
+def _records(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _episodes(path: Path, mutators: dict[str, str]) -> dict:
+    """Format-error rate, turns, submit share, tokens and resolved-by-mutator over the graded records of one eval."""
     turns = fmt = submitted = n = 0
     tokens: list[int] = []
     generated: list[int] = []
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            stats = rec.get("stats") or {}
-            n += 1
-            turns += int(stats.get("turns") or 0)
-            fmt += int(stats.get("format_errors") or 0)
-            submitted += rec.get("exit_status") == "submitted"
-            if stats.get("tokens_total") is not None:
-                tokens.append(int(stats["tokens_total"]))
-            if stats.get("tokens_generated") is not None:
-                generated.append(int(stats["tokens_generated"]))
+    records = _records(path)
+    for rec in records:
+        stats = rec.get("stats") or {}
+        n += 1
+        turns += int(stats.get("turns") or 0)
+        fmt += int(stats.get("format_errors") or 0)
+        submitted += rec.get("exit_status") == "submitted"
+        if stats.get("tokens_total") is not None:
+            tokens.append(int(stats["tokens_total"]))
+        if stats.get("tokens_generated") is not None:
+            generated.append(int(stats["tokens_generated"]))
     return {
         "episodes": n,
         "format_error_rate": fmt / turns if turns else None,
@@ -52,10 +84,11 @@ def _episodes(path: Path) -> dict[str, float | None]:
         "submit_share": submitted / n if n else None,
         "tokens_per_episode": sum(tokens) / len(tokens) if tokens else None,
         "generated_per_episode": sum(generated) / len(generated) if generated else None,
+        "by_mutator": _by_mutator(records, mutators),
     }
 
 
-def _row(name: str, d: Path) -> dict | None:
+def _row(name: str, d: Path, mutators: dict[str, str]) -> dict | None:
     ev = _load(d / "eval.json")
     if not ev:
         return None
@@ -72,30 +105,28 @@ def _row(name: str, d: Path) -> dict | None:
         "pass_k": ev.get("pass@k", {}).get(str(k)),
         "tasks": ev.get("tasks"),
         "errors": ev.get("errors", 0),
-        **_episodes(d / "eval-graded.jsonl"),
+        **_episodes(d / "eval-graded.jsonl", mutators),
     }
 
 
-def _updates(run: Path, iters: list[int]) -> list[dict]:
-    """Per DAPO iteration k: the rollouts' resolved share (train split) and what the update kept and did."""
+def _updates(run: Path, iters: list[int], mutators: dict[str, str]) -> list[dict]:
+    """Per DAPO iteration k: the rollouts' resolved share (train split, also by mutator) and what the update kept
+    and did."""
     out = []
     for k in iters:
         d = run / f"iter-{k}"
         summary = _load(d / "dapo.json")
         if summary is None:
             continue
-        resolved = n = 0
-        if (d / "graded.jsonl").is_file():
-            for line in (d / "graded.jsonl").read_text().splitlines():
-                if line.strip():
-                    n += 1
-                    resolved += bool((json.loads(line).get("grade") or {}).get("resolved"))
+        records = _records(d / "graded.jsonl")
+        resolved = sum(bool((rec.get("grade") or {}).get("resolved")) for rec in records)
         counts = summary.get("counts") or {}
         out.append(
             {
                 "iteration": k,
-                "rollouts": n,
+                "rollouts": len(records),
                 "rollouts_resolved": resolved,
+                "rollouts_by_mutator": _by_mutator(records, mutators),
                 "groups": counts.get("groups"),
                 "groups_dropped": counts.get("groups_dropped"),
                 "samples_kept": counts.get("samples_kept"),
@@ -116,14 +147,15 @@ def _z(a: dict, b: dict) -> float | None:
 
 def collect(run: Path) -> dict:
     rows = []
-    base = _row("base", run / "base" / "iter-0")
+    mutators = _mutators(run)
+    base = _row("base", run / "base" / "iter-0", mutators)
     if base:
         rows.append(base)
     iters = sorted(
         int(m.group(1)) for d in run.glob("iter-*") if (m := re.fullmatch(r"iter-(\d+)", d.name)) and d.is_dir()
     )
     for k in iters:
-        r = _row("RFT" if k == 0 else f"DAPO-{k}", run / f"iter-{k}")
+        r = _row("RFT" if k == 0 else f"DAPO-{k}", run / f"iter-{k}", mutators)
         if r:
             rows.append(r)
     for prev, cur in zip(rows, rows[1:], strict=False):
@@ -147,7 +179,7 @@ def collect(run: Path) -> dict:
         "rft_summary": rft,
         "rows": rows,
         "target": target,
-        "updates": _updates(run, iters),
+        "updates": _updates(run, iters, mutators),
         "stages": stages,
         "wall_s_total": sum(t["wall_s"] for t in stages),
     }
@@ -155,6 +187,10 @@ def collect(run: Path) -> dict:
 
 def _f(x: float | None, fmt: str = ".3f") -> str:
     return "-" if x is None else format(x, fmt)
+
+
+def _count(cell: list[int] | None) -> str:
+    return "-" if not cell else f"{cell[0]} / {cell[1]}"
 
 
 def markdown(t: dict) -> str:
@@ -190,16 +226,25 @@ def markdown(t: dict) -> str:
         f"Target (RFT > base and last DAPO > RFT, each by >= 2 SE): {'reached' if tg['reached'] else 'NOT reached'}"
         f" (RFT vs base {zb} SE, last DAPO vs RFT {zd} SE).",
     ]
+    kinds = sorted({m for r in t["rows"] for m in r.get("by_mutator") or {}})
+    if kinds:
+        out += ["", "| held-out resolved by mutator | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 1) + "|"]
+        for r in t["rows"]:
+            cells = [_count(r["by_mutator"].get(m)) for m in kinds]
+            out.append(f"| {r['model']} | " + " | ".join(cells) + " |")
     if t["updates"]:
         out += [
             "",
-            "| DAPO update | rollouts resolved (train) | groups kept / all | samples kept | optimizer steps | tokens |",
-            "|---|---|---|---|---|---|",
+            "| DAPO update | rollouts resolved (train) | by mutator | groups kept / all | samples kept"
+            " | optimizer steps | tokens |",
+            "|---|---|---|---|---|---|---|",
         ]
         for u in t["updates"]:
             kept = None if u["groups"] is None else u["groups"] - (u["groups_dropped"] or 0)
             out.append(
                 f"| {u['iteration']} -> {u['iteration'] + 1} | {u['rollouts_resolved']} / {u['rollouts']} | "
+                + (", ".join(f"{m} {_count(c)}" for m, c in u["rollouts_by_mutator"].items()) or "-")
+                + " | "
                 f"{'-' if kept is None else kept} / {'-' if u['groups'] is None else u['groups']} | "
                 f"{'-' if u['samples_kept'] is None else u['samples_kept']} | {u['steps']} | {u['tokens']} |"
             )

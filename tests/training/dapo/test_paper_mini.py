@@ -244,7 +244,12 @@ def test_table_reads_the_run_dir(tmp_path: Path):
     _eval(run / "base" / "iter-0", none, fmt=4, submit=False)
     _eval(run / "iter-0", half, fmt=1, submit=True)
     _eval(run / "iter-1", most, fmt=0, submit=True)
-    rollouts = [json.dumps(graded(f"t{i // 4}", i % 4, i in (0, 5), run="iter-0")) for i in range(8)]
+    rollouts = [json.dumps(graded(f"p{i // 4}", i % 4, i in (0, 5), run="iter-0")) for i in range(8)]
+    # the tasks' synth mutators: held-out t0-t3 swap_args, t4-t7 off_by_one; the pool's p0, p1 op_flip
+    held = [{"instance_id": f"t{i}", "synth": {"mutator": "swap_args" if i < 4 else "off_by_one"}} for i in range(8)]
+    (run / "heldout.jsonl").write_text("".join(json.dumps(row) + "\n" for row in held))
+    pool = [{"instance_id": f"p{i}", "synth": {"mutator": "op_flip"}} for i in range(2)]
+    (run / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in pool))
     (run / "iter-0" / "graded.jsonl").write_text("\n".join(rollouts) + "\n")
     counts = {"groups": 2, "groups_dropped": 1, "samples_kept": 4}
     (run / "iter-0" / "dapo.json").write_text(json.dumps({"steps": 1, "tokens": 1234, "counts": counts}))
@@ -286,7 +291,12 @@ def test_table_reads_the_run_dir(tmp_path: Path):
     assert "BOOTSTRAPPED: gold demos (3 demonstrations)." in md
     assert "| RFT | 0.500 ± 0.129 (16) | pass@2 1.000 |" in md
     assert "Target (RFT > base and last DAPO > RFT, each by >= 2 SE): reached" in md
-    assert "| 0 -> 1 | 2 / 8 | 1 / 2 | 4 | 1 | 1234 |" in md  # what the DAPO update had to learn from
+    assert "| 0 -> 1 | 2 / 8 | op_flip 2 / 8 | 1 / 2 | 4 | 1 | 1234 |" in md  # what the DAPO update learnt from
+    assert rows["RFT"]["by_mutator"] == {"off_by_one": [4, 8], "swap_args": [4, 8]}
+    assert rows["DAPO-1"]["by_mutator"] == {"off_by_one": [6, 8], "swap_args": [8, 8]}
+    assert "| held-out resolved by mutator | off_by_one | swap_args |" in md
+    assert "| base | 0 / 8 | 0 / 8 |" in md
+    assert "| DAPO-1 | 6 / 8 | 8 / 8 |" in md
 
 
 def test_table_target_not_reached_and_a_missing_run(tmp_path: Path):
