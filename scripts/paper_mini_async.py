@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_mini_table import _f, _load, _row, _z
+from paper_mini_table import _f, _load, _mutators, _row, _z
 
 
 def _last(run: Path) -> tuple[int, dict] | None:
     iters = sorted(int(d.name.split("-")[1]) for d in run.glob("iter-*") if d.name.split("-")[1].isdigit())
     for k in reversed(iters):
-        if k > 0 and (row := _row(f"DAPO-{k}", run / f"iter-{k}")):
+        if k > 0 and (row := _row(f"DAPO-{k}", run / f"iter-{k}", _mutators(run))):
             return k, row
     return None
 

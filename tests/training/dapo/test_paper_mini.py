@@ -66,7 +66,7 @@ def test_disjoint_and_other_pool_dry_runs_draw_the_pool_apart_from_the_demos(tmp
 
 
 def test_flip_pool_target_synthesizes_flips_then_keeps_the_fresh_ones(tmp_path: Path):
-    out = _dry_run("synth-pool-flip", tmp_path / "unused")
+    out = _dry_run("synth-pool-flip", tmp_path / "unused", "-B")  # -B: every step, whatever .cache/ holds
     # the flips of every function (--holdout 0), then cut against the located family's held-out functions
     assert "--mutators off_by_one,op_flip --holdout 0" in out
     pool = "scripts/paper_mini_pool.py .cache/synth/toolz-flip/train.jsonl"
