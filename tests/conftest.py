@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,6 +28,14 @@ for key, value in {
     "OMP_NUM_THREADS": "1",
 }.items():
     os.environ.setdefault(key, value)
+
+# A suite started in the background (`nohup make test &`, a non-interactive shell's `&`) inherits SIGHUP and SIGINT
+# ignored, and so would every swerl process the tests start: the tests that send those signals would then test the
+# launcher, not swerl. Put the defaults back (a Python handler is reset to the default in children at exec).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
