@@ -49,7 +49,7 @@ synth-tasks-located:  ## toolz tasks whose statement's traceback shows the bug's
 
 # paper-mini's best-measured DAPO pool (docs/training.md, "binary reward"): off-by-one and operator-flip mutants
 # (the bugs the RFT checkpoint fixes on unseen code) of every toolz function, then the ones whose function is not
-# held out and which are not a paper-mini task already (scripts/paper_mini_pool.py). About 8 minutes here.
+# held out and which are not a paper-mini task already (scripts/paper_mini_pool.py). About 7 minutes here (388 s).
 SYNTH_FLIP_POOL := .cache/synth/$(SYNTH_LIB)-flip-pool.jsonl
 synth-pool-flip: synth-tasks-located  ## DAPO pool for paper-mini's binary-reward run: .cache/synth/toolz-flip-pool.jsonl
 	@$(MAKE) --no-print-directory synth-tasks SYNTH_OUT=.cache/synth/$(SYNTH_LIB)-flip SYNTH_SEED=2 SYNTH_MAX_TASKS=40 \
