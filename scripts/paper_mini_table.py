@@ -31,16 +31,12 @@ def _load(path: Path) -> dict | None:
 def _mutators(run: Path) -> dict[str, str]:
     """instance_id -> the synth mutator that made the task, from the run's task files (RUN/heldout.jsonl, the held-out
     split, and RUN/train.jsonl, DAPO's pool); tasks without a `synth.mutator` field are left out."""
-    out: dict[str, str] = {}
-    for name in ("heldout.jsonl", "train.jsonl"):
-        path = run / name
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                row = json.loads(line) if line.strip() else {}
-                mutator = (row.get("synth") or {}).get("mutator")
-                if mutator and row.get("instance_id"):
-                    out[row["instance_id"]] = mutator
-    return out
+    rows = _records(run / "heldout.jsonl") + _records(run / "train.jsonl")
+    return {
+        row["instance_id"]: mutator
+        for row in rows
+        if row.get("instance_id") and (mutator := (row.get("synth") or {}).get("mutator"))
+    }
 
 
 def _by_mutator(records: list[dict], mutators: dict[str, str]) -> dict[str, list[int]]:
