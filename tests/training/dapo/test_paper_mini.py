@@ -50,6 +50,26 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     assert not run.exists()
 
 
+def test_a_stage_runs_once_records_its_time_and_is_skipped_on_rerun(tmp_path: Path):
+    """scripts/paper-mini-stage.sh is what makes the run resumable: a stage whose output exists is not run again;
+    a failed stage leaves no time record, so the next run does it again."""
+    run, out = tmp_path / "pm", tmp_path / "pm" / "rft.json"
+    stage = ["bash", str(ROOT / "scripts/paper-mini-stage.sh"), str(run), "rft", str(out), "--"]
+    failed = subprocess.run([*stage, "false"], capture_output=True, text=True, timeout=60)
+    assert failed.returncode != 0
+    assert not (run / "times" / "rft.json").exists()
+    done = subprocess.run([*stage, "sh", "-c", f"echo '{{}}' > {shlex.quote(str(out))}"], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    timing = json.loads((run / "times" / "rft.json").read_text())
+    assert timing["stage"] == "rft"
+    assert timing["end"] - timing["start"] == timing["wall_s"] >= 0
+    again = subprocess.run([*stage, "false"], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0
+    assert "exists, skipping" in again.stderr
+    assert json.loads((run / "times" / "rft.json").read_text()) == timing
+
+
 def test_disjoint_and_other_pool_dry_runs_draw_the_pool_apart_from_the_demos(tmp_path: Path):
     run = tmp_path / "pm"
     out = _dry_run("paper-mini", run, "PM_DISJOINT=1")
