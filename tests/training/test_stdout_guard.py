@@ -1,6 +1,6 @@
 """`swerl rft` and `swerl dapo` write their summary record, and nothing else, to stdout, whatever a library or a child
 process prints to descriptor 1 while they train (DeepSpeed's op builds, compilers): a `| jq` or a pipe into the next
-stage reads one record.
+stage reads one record. rft's summary also names the runs its samples came from (`data.runs`).
 
 The trainer function is wrapped, in the `swerl` process itself, so it first prints to descriptor 1 three ways: a
 child process, a raw write, a Python print.
@@ -41,13 +41,15 @@ def _noisy_swerl(module: str, fn: str, *args: str) -> subprocess.CompletedProces
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600)
 
 
-def _only_the_summary(res: subprocess.CompletedProcess[str], kind: str) -> None:
+def _only_the_summary(res: subprocess.CompletedProcess[str], kind: str) -> dict:
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
     assert len(lines) == 1, res.stdout[:2000]
-    assert json.loads(lines[0])["kind"] == kind
+    summary = json.loads(lines[0])
+    assert summary["kind"] == kind
     for noise in ("child-noise", "fd1-noise", "print-noise"):
         assert noise in res.stderr
+    return summary
 
 
 def test_rft_stdout_is_the_summary_only(tiny_model: Path, tmp_path: Path) -> None:
@@ -59,7 +61,8 @@ def test_rft_stdout_is_the_summary_only(tiny_model: Path, tmp_path: Path) -> Non
         "rft", "run_rft", "rft", str(data), "--model", str(tiny_model), "--output", str(tmp_path / "out"),
         "--batch-size", "2",
     )  # fmt: skip
-    _only_the_summary(res, "rft")
+    summary = _only_the_summary(res, "rft")
+    assert summary["data"]["runs"] == {"run0": 2}  # where the trained samples came from
 
 
 def test_dapo_stdout_is_the_summary_only(tiny_model: Path, tmp_path: Path) -> None:

@@ -65,6 +65,8 @@ class DataStats:
     trainable_tokens: int = 0
     format_error_turns_masked: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
+    # The trained samples per the records' `run` name (where the data came from: e.g. `bootstrap-gold-demos`).
+    runs: dict[str, int] = field(default_factory=dict)
 
 
 class UnrebuildableError(InputError):
@@ -285,6 +287,9 @@ def load_samples(
             continue
         stats.truncated += 1 if fitted.truncated else 0
         stats.samples += 1
+        run = loc.obj.get("run") if isinstance(loc.obj, dict) else None
+        run = run if isinstance(run, str) else "(none)"
+        stats.runs[run] = stats.runs.get(run, 0) + 1
         stats.tokens += len(fitted)
         stats.trainable_tokens += fitted.n_trainable
         samples.append(fitted)
