@@ -6,6 +6,7 @@ One vLLM engine start for the pipeline and one server start are shared by all te
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,8 @@ import pytest
 from swerl_cli.policy.engine_size import kv_cache_gib
 from swerl_cli.policy.gap import first_turn_gaps, load_trainer
 from swerl_cli.policy.tokens import rebuild_sequence
-from tests.conftest import EXAMPLES, ROOT, run_swerl
-from tests.realmodel.conftest import MAX_NEW, MAX_TURNS, PROMPTS, RUN, clean_env
+from tests.conftest import EXAMPLES, ROOT
+from tests.realmodel.conftest import MAX_NEW, MAX_TURNS, PROMPTS, RUN, SWERL, clean_env
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 GAP_TOL = 1e-3  # fp32 sampler vs fp32 trainer: measured max 2e-5 (bf16 sampling: ~1e-1)
@@ -73,17 +74,31 @@ def test_vllm_collect_pipes_only_records_into_grade(vllm_pipe, real_model, train
     check_gap(trainer, graded, "vllm")
 
 
-def test_openai_policy_sends_token_ids_to_the_real_server(real_server, trainer, tmp_path):
-    out = tmp_path / "traj.jsonl"
+def collect_into_grade(tmp_path: Path, *collect_args: str) -> list[dict]:
+    """`swerl collect ARGS | swerl grade` through a real shell pipe, on one example task; the graded records (grade
+    fails on any stdout line of collect that is not a record)."""
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text((EXAMPLES / "tasks.jsonl").read_text().splitlines(keepends=True)[0])
-    res = run_swerl(
-        "collect", str(tasks), "--policy", "openai", "--model", "swerl-policy", "--base-url", f"{real_server.url}/v1",
+    args = " ".join(shlex.quote(a) for a in collect_args)
+    graded = tmp_path / "graded.jsonl"
+    cmd = (
+        f"set -o pipefail; {SWERL} collect {tasks} {args} --prompt-config {PROMPTS} 2>{tmp_path}/collect.err "
+        f"| {SWERL} grade > {graded} 2>{tmp_path}/grade.err"
+    )
+    res = subprocess.run(["bash", "-c", cmd], env=clean_env(), timeout=900)
+    errs = (tmp_path / "collect.err").read_text()[-2000:] + (tmp_path / "grade.err").read_text()[-2000:]
+    assert res.returncode == 0, errs
+    recs = records(graded)
+    assert all("grade" in r for r in recs), errs
+    return recs
+
+
+def test_openai_policy_sends_token_ids_to_the_real_server(real_server, trainer, tmp_path):
+    recs = collect_into_grade(
+        tmp_path, "--policy", "openai", "--model", "swerl-policy", "--base-url", f"{real_server.url}/v1",
         "--samples", "2", "--max-turns", str(MAX_TURNS), "--max-new-tokens", str(MAX_NEW), "--seed", "2",
-        "--run", f"{RUN}-openai", "--prompt-config", PROMPTS, "-o", str(out), env=clean_env(),
+        "--run", f"{RUN}-openai",
     )  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    recs = records(out)
     assert len(recs) == 2
     assert all(r["policy"]["token_prompts"] is True for r in recs)
     check_turns(recs)
@@ -94,15 +109,12 @@ def test_openai_policy_sends_token_ids_to_the_real_server(real_server, trainer, 
 
 
 def test_hf_policy_on_the_real_model(real_model, trainer, tmp_path):
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text((EXAMPLES / "tasks.jsonl").read_text().splitlines(keepends=True)[0])
-    out = tmp_path / "traj.jsonl"
-    res = run_swerl(
-        "collect", str(tasks), "--policy", "hf", "--model", str(real_model), "--max-turns", "1",
-        "--max-new-tokens", "12", "--seed", "3", "--run", f"{RUN}-hf", "--prompt-config", PROMPTS, "-o", str(out),
+    recs = collect_into_grade(
+        tmp_path, "--policy", "hf", "--model", str(real_model), "--max-turns", str(MAX_TURNS), "--max-new-tokens",
+        "12", "--seed", "3", "--run", f"{RUN}-hf",
     )  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    recs = records(out)
+    assert len(recs) == 1
+    assert len(recs[0]["turns"]) == MAX_TURNS  # a second turn, so prefix preservation is checked across turns
     assert recs[0]["policy"]["dtype"] == "float32"
     check_turns(recs)
     check_gap(trainer, recs, "hf")
