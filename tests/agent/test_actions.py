@@ -144,7 +144,12 @@ def test_sampling_marks_truncation_as_biased():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"shard": "3/2"}, "shard"), ({"action_format": "json"}, "action_format"), ({"samples": 0}, "samples")],
+    [
+        ({"shard": "3/2"}, "shard"),
+        ({"action_format": "json"}, "action_format"),
+        ({"samples": 0}, "samples"),
+        ({"edit_check": "flake8"}, "edit_check"),
+    ],
 )
 def test_collect_config_errors_name_the_field(kwargs, match):
     with pytest.raises(ConfigError, match=match):

@@ -50,12 +50,53 @@ def test_open_shows_numbered_window_and_goto_moves_it(box):
 
 
 def test_edit_with_heredoc_replaces_the_line_range(box):
-    reset(box)
-    run(box, "open /tmp/ed/f.py")
+    box.write_file("/tmp/ed/f.txt", "".join(f"line{i}\n" for i in range(1, 13)))  # not Python: no syntax check
+    run(box, "open /tmp/ed/f.txt")
     out = run(box, "edit 2:3 << 'EOF'\n    indented = 1\nnew three\nEOF")
     assert out.startswith("File updated.")
-    text = box.read_file("/tmp/ed/f.py").decode()
+    text = box.read_file("/tmp/ed/f.txt").decode()
     assert text.splitlines()[:4] == ["line1", "    indented = 1", "new three", "line4"]
+
+
+MOD = "def f(x):\n    if x:\n        return 1\n    return 2\n"
+
+
+def test_an_edit_that_breaks_python_syntax_is_refused_and_the_file_kept(box):
+    box.write_file("/tmp/ed/m.py", MOD)
+    res = box.run("edit --file /tmp/ed/m.py 2:2 '        if x:'", 30)
+    assert res.exit_code == 1
+    assert res.output.startswith("Your proposed edit has introduced new syntax error(s).")
+    assert "- E999 IndentationError: expected an indented block after 'if' statement on line 2 (line 3)" in res.output
+    would, was = res.output.split("It still reads")
+    assert "2:        if x:" in would
+    assert "2:    if x:" in was
+    assert "NOT applied" in was
+    assert box.read_file("/tmp/ed/m.py").decode() == MOD
+    res = box.run("replace --file /tmp/ed/m.py 'return 1' 'return (1'", 30)
+    assert res.exit_code == 1
+    assert "- E999 SyntaxError: '(' was never closed (line 3)" in res.output
+    assert box.read_file("/tmp/ed/m.py").decode() == MOD
+    out = run(box, "edit --file /tmp/ed/m.py 2:2 '    if not x:'")  # a correct edit goes through
+    assert out.startswith("File updated.")
+    assert box.read_file("/tmp/ed/m.py").decode() == MOD.replace("if x", "if not x")
+
+
+def test_the_syntax_check_can_be_off_and_never_judges_a_file_that_did_not_compile(box):
+    box.write_file("/tmp/ed/m.py", MOD)
+    out = run(box, "SWERL_EDIT_CHECK=off edit --file /tmp/ed/m.py 2:2 '        if x:'")
+    assert out.startswith("File updated.")
+    broken = box.read_file("/tmp/ed/m.py").decode()
+    assert broken == MOD.replace("    if x", "        if x")
+    out = run(box, "edit --file /tmp/ed/m.py 4:4 '    return (2'")  # already broken: applied, as before
+    assert out.startswith("File updated.")
+    assert box.read_file("/tmp/ed/m.py").decode().endswith("    return (2\n")
+
+
+def test_the_episode_exports_the_configured_check():
+    from swerl_cli.agent.tools import setup_command
+
+    assert "SWERL_EDIT_CHECK=syntax " in setup_command(9)
+    assert "SWERL_EDIT_CHECK=off " in setup_command(9, "off")
 
 
 def test_single_line_quoted_edit_with_file_flag_and_insert(box):

@@ -29,6 +29,7 @@ class AgentSettings:
     max_observation_chars: int = 20000
     max_format_errors: int = 5
     window: int = 100
+    edit_check: str = "syntax"
     action_format: str = "text"
     demo: bool = False
 
@@ -82,7 +83,7 @@ async def prepare_sandbox(sandbox: Sandbox, settings: AgentSettings, clock: _Clo
     """Ship the editor script into the sandbox and define the tool commands in its shell."""
     clock = clock or _Clock()
     await clock.sandbox(sandbox.write_file, T.TOOLS_SCRIPT, T.tools_script())
-    res = await clock.sandbox(sandbox.run, T.setup_command(settings.window), 60.0)
+    res = await clock.sandbox(sandbox.run, T.setup_command(settings.window, settings.edit_check), 60.0)
     if res.exit_code != 0:
         raise SandboxError(f"could not install the editor tools in the sandbox: {res.output[-300:]}")
 

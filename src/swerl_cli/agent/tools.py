@@ -128,8 +128,9 @@ _LAUNCH = (
 )
 
 
-def setup_command(window: int) -> str:
-    """Shell command run once per episode after the script is written: wrappers on PATH, pagers off."""
+def setup_command(window: int, edit_check: str = "syntax") -> str:
+    """Shell command run once per episode after the script is written: wrappers on PATH, pagers off, the editor's
+    window and its syntax check (`syntax` or `off`)."""
     wrappers = {t: f'#!/bin/sh\nexec python3 -I -S -c {shlex.quote(_LAUNCH)} {t} "$@"' for t in EDITOR_TOOLS}
     wrappers["submit"] = '#!/bin/sh\necho "Error: submit must be the only command in its block."\nexit 1'
     writes = "; ".join(f"printf '%s\\n' {shlex.quote(body)} > {TOOLS_DIR}/bin/{t}" for t, body in wrappers.items())
@@ -137,7 +138,8 @@ def setup_command(window: int) -> str:
         f"mkdir -p {TOOLS_DIR}/bin && {writes}; chmod +x {TOOLS_DIR}/bin/*; "
         f"(ln -sf {TOOLS_DIR}/bin/* /usr/local/bin/ 2>/dev/null || true); "
         f"printf '1\\n' > {STATE_FILE}; "
-        f"export PATH={TOOLS_DIR}/bin:$PATH SWERL_WINDOW={int(window)} PAGER=cat GIT_PAGER=cat MANPAGER=cat "
+        f"export PATH={TOOLS_DIR}/bin:$PATH SWERL_WINDOW={int(window)} SWERL_EDIT_CHECK={shlex.quote(edit_check)} "
+        f"PAGER=cat GIT_PAGER=cat MANPAGER=cat "
         f"PIP_PROGRESS_BAR=off TERM=dumb"
     )
 

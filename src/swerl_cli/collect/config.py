@@ -17,6 +17,7 @@ from swerl_cli.policy.engine_size import DTYPES
 from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, choices
 
 ACTION_FORMATS = ("text", "tools")
+EDIT_CHECKS = ("syntax", "off")
 # The agent and sampling defaults come from the classes that own them.
 _AGENT = AgentSettings()
 _SAMPLING = Sampling()
@@ -53,6 +54,11 @@ class CollectConfig(JobSettings):
     max_observation_chars: int = flag(_AGENT.max_observation_chars, "Observations longer than this are cut.")
     max_format_errors: int = flag(_AGENT.max_format_errors, "Consecutive format errors that end an episode.")
     action_format: str = flag(_AGENT.action_format, "text (```command blocks, the paper's) or tools (native).")
+    edit_check: str = flag(
+        _AGENT.edit_check,
+        "syntax: the editor refuses an edit that leaves a compiling .py file with a syntax error, and says why "
+        "(SWE-agent's linting editor); off: every edit is applied.",
+    )
     demo: bool = flag(_AGENT.demo, "Add the one-shot demonstration (RFT data).")
     prompt_config: str | None = flag(None, "Prompt YAML file (default: the packaged paper-style one).")
     temperature: float = flag(_SAMPLING.temperature, "Sampling temperature (default 1.0, unbiased).")
@@ -107,6 +113,8 @@ class CollectConfig(JobSettings):
             raise ConfigError(f"field 'prefetch': must be >= 0 (0 turns it off), got {self.prefetch}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"field 'dtype': choose one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.edit_check not in EDIT_CHECKS:
+            raise ConfigError(f"field 'edit_check': choose 'syntax' or 'off', got {self.edit_check!r}")
         if self.action_format not in ACTION_FORMATS:
             raise ConfigError(
                 f"field 'action_format': choose 'text' (the paper's) or 'tools', got {self.action_format!r}"

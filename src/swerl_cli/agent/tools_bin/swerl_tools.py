@@ -13,6 +13,13 @@ import sys
 
 STATE = os.environ.get("SWERL_STATE", "/tmp/.swerl/state")
 WINDOW = int(os.environ.get("SWERL_WINDOW", "100"))
+# syntax: an edit or replace that would turn a compiling .py file into one that does not is refused (the file is left
+# as it was), as SWE-agent's linting editor does; off: every edit is applied.
+EDIT_CHECK = os.environ.get("SWERL_EDIT_CHECK", "syntax")
+EDIT_REFUSED = (
+    "Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then retry "
+    "editing the file."
+)
 EDIT_DONE = (
     "File updated. Please review the changes and make sure they are correct "
     "(correct indentation, no duplicate lines, etc). Edit the file again if necessary."
@@ -40,10 +47,8 @@ def save_state(state):
     os.replace(tmp, STATE)
 
 
-def read_lines(path):
+def split_lines(text):
     """Return (lines without newlines, had_trailing_newline)."""
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        text = fh.read()
     if text == "":
         return [], True
     lines = text.split("\n")
@@ -52,17 +57,23 @@ def read_lines(path):
     return lines, False
 
 
-def write_lines(path, lines, trailing_newline=True):
+def read_lines(path):
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        return split_lines(fh.read())
+
+
+def joined(lines, trailing_newline=True):
     text = "\n".join(lines)
-    if lines and trailing_newline:
-        text += "\n"
+    return text + "\n" if lines and trailing_newline else text
+
+
+def write_lines(path, lines, trailing_newline=True):
     with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        fh.write(text)
+        fh.write(joined(lines, trailing_newline))
 
 
-def show(path, start):
-    """Print the window of `path` starting at line `start`; return the (clamped) start."""
-    lines, _ = read_lines(path)
+def render(path, lines, start):
+    """The window of `lines` (the contents of `path`) from line `start`, and the (clamped) start."""
     n = len(lines)
     start = max(1, min(start, max(1, n - WINDOW + 1)))
     end = min(n, start + WINDOW - 1)
@@ -75,7 +86,48 @@ def show(path, start):
         out.append("1:")
     if end < n:
         out.append(f"({n - end} more lines below)")
-    print("\n".join(out))
+    return "\n".join(out), start
+
+
+def show(path, start):
+    """Print the window of `path` starting at line `start`; return the (clamped) start."""
+    text, start = render(path, read_lines(path)[0], start)
+    print(text)
+    return start
+
+
+def syntax_error(path, old_text, new_text):
+    """With SWERL_EDIT_CHECK=syntax (the default) and a .py file that compiled before: the error the new text
+    introduces ("E999 <kind>: <message> (line N)"), else None. Files that did not compile before are not judged."""
+    if EDIT_CHECK != "syntax" or not path.endswith(".py"):
+        return None
+    import warnings  # only here: most tool calls never need it
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings (escape sequences...) are not this check's business
+        try:
+            compile(old_text, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return None
+        try:
+            compile(new_text, path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            where = f" (line {e.lineno})" if e.lineno else ""
+            return f"E999 {type(e).__name__}: {e.msg}{where}"
+        except ValueError as e:  # e.g. a NUL byte
+            return f"E999 ValueError: {e}"
+    return None
+
+
+def refuse_edit(path, error, old_lines, new_lines, line):
+    """Print why an edit was not applied: the error, the window as the edit would have left it, and as it is."""
+    would, _ = render(path, new_lines, centered(line))
+    was, start = render(path, old_lines, centered(line))
+    rule = "-" * 48
+    print(EDIT_REFUSED)
+    print(f"\nERRORS:\n- {error}\n\nWith your edit the file would read:\n{rule}\n{would}\n{rule}\n")
+    print(f"It still reads (your edit was NOT applied):\n{rule}\n{was}\n{rule}\n")
+    print("Fix the edit (the line range, or the text and its indentation) and run it again.")
     return start
 
 
@@ -205,11 +257,16 @@ def cmd_edit(args, state):
     new = text.split("\n")
     if new and new[-1] == "":
         new = new[:-1]
-    lines[start - 1 : end] = new
-    write_lines(path, lines, trailing or n == 0)
+    edited = lines[: start - 1] + new + lines[end:]
     state["file"] = path
+    error = syntax_error(path, joined(lines, trailing), joined(edited, trailing or n == 0))
+    if error:
+        state["start"] = refuse_edit(path, error, lines, edited, start)
+        return 1
+    write_lines(path, edited, trailing or n == 0)
     print(EDIT_DONE)
     state["start"] = show(path, centered(start))
+    return 0
 
 
 def cmd_replace(args, state):
@@ -230,10 +287,14 @@ def cmd_replace(args, state):
             f"SEARCH text occurs {count} times in {path}. Make it unique, or pass --replace-all. Nothing was changed."
         )
     first_line = text[: text.index(search)].count("\n") + 1
-    text = text.replace(search, repl) if opts.get("--replace-all") else text.replace(search, repl, 1)
-    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        fh.write(text)
+    new_text = text.replace(search, repl) if opts.get("--replace-all") else text.replace(search, repl, 1)
     state["file"] = path
+    error = syntax_error(path, text, new_text)
+    if error:
+        state["start"] = refuse_edit(path, error, split_lines(text)[0], split_lines(new_text)[0], first_line)
+        return 1
+    with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        fh.write(new_text)
     print(f"Replaced {count if opts.get('--replace-all') else 1} occurrence(s).")
     print(EDIT_DONE)
     state["start"] = show(path, centered(first_line))
@@ -278,7 +339,7 @@ def main(argv):
         return 2
     state = load_state()
     try:
-        COMMANDS[argv[0]](argv[1:], state)
+        rc = COMMANDS[argv[0]](argv[1:], state)
     except ToolError as e:
         print(f"Error: {e}")
         return 1
@@ -286,7 +347,7 @@ def main(argv):
         print(f"Error: {e.strerror or e}: {e.filename or ''}".rstrip(": "))
         return 1
     save_state(state)
-    return 0
+    return rc or 0
 
 
 if __name__ == "__main__":
