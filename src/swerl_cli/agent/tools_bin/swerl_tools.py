@@ -4,8 +4,9 @@
 
 Shipped into the container at episode start and called through shell functions. Standard library only, so it runs
 on any python3 in the task image. The editor state (open file, first line of the window) lives in a two-line file
-(`<first line>\n<path>`) so it persists across commands of one episode. Only `os` and `sys` are imported: each tool
-call is a fresh interpreter (run with -I -S), and `json` alone (via `re`) would triple its start-up cost.
+(`<first line>\n<path>`) so it persists across commands of one episode. Only `os` and `sys` are imported (and
+`warnings`, when an edit of a .py file is checked): each tool call is a fresh interpreter (run with -I -S), and
+`json` alone (via `re`) would triple its start-up cost.
 """
 
 import os
