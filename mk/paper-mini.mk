@@ -46,6 +46,9 @@ PM_POOL_SRC ?= $(if $(PM_SPLIT),$(PM_RUNS)/pool-tasks.jsonl,$(PM_TRAIN_SRC))
 # The small-model scaffold: a short prompt with one worked example, a 9-line editor window (examples/paper-mini/).
 PM_COLLECT_CONFIG ?= examples/paper-mini/collect.yaml
 PM_DEMO_POLICY ?= gold-steps
+# Flags of the demonstrations' collect only, e.g. PM_DEMO_ARGS='--gold-mistakes 0.5': half the demonstrations make
+# their first edit wrongly (masked in training) and correct it after the editor's answer (policy/gold_steps.py).
+PM_DEMO_ARGS ?=
 PM_ITERS ?= 2
 PM_K ?= 4
 PM_G ?= 4
@@ -106,7 +109,7 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 	  $(PM_SEED) $(PM_RUNS)/demo-tasks.jsonl $(PM_RUNS)/pool-tasks.jsonl
 	@test -s $(PM_RUNS)/train.jsonl || { cat $(PM_POOL_SRC) | shuf -n $(PM_TRAIN_N) --random-source=<(yes $(PM_SEED)) \
 	  > $(PM_RUNS)/.t.tmp && mv $(PM_RUNS)/.t.tmp $(PM_RUNS)/train.jsonl; }
-	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_n": $(PM_DEMO_N), "disjoint": "$(PM_DISJOINT)", "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "t_max": $(PM_T_MAX), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)", "demos": "$(PM_DEMO_SRC)", "pool": "$(PM_POOL_SRC)"}' > $(PM_RUNS)/paper-mini.json
+	@test -s $(PM_RUNS)/paper-mini.json || printf '%s\n' '{"bootstrap": "RFT on gold trajectories (BOOTSTRAPPED, not the model'"'"'s own): each train task'"'"'s gold patch acted out by the agent loop as readable steps (swerl collect --policy $(PM_DEMO_POLICY): open, edit, run the failing test, submit) and re-rendered with the model'"'"'s chat template; the base model resolves ~none, so the paper'"'"'s self-generated RFT data is empty", "model": "$(PM_MODEL)", "collect_config": "$(PM_COLLECT_CONFIG)", "demo_policy": "$(PM_DEMO_POLICY)", "demo_args": "$(PM_DEMO_ARGS)", "demo_n": $(PM_DEMO_N), "disjoint": "$(PM_DISJOINT)", "rft_epochs": $(PM_RFT_EPOCHS), "rft_max_steps": "$(PM_RFT_MAX_STEPS)", "rft_batch": $(PM_RFT_BATCH), "heldout": $(PM_HELDOUT_N), "train": $(PM_TRAIN_N), "k": $(PM_K), "g": $(PM_G), "iters": $(PM_ITERS), "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "l_thr": $(PM_L_THR), "t_max": $(PM_T_MAX), "eps_high": $(PM_EPS_HIGH), "dapo_lr": $(PM_DAPO_LR), "rft_lr": $(PM_RFT_LR), "stage2_from": $(PM_STAGE2_FROM), "seed": $(PM_SEED), "batch": $(PM_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "tasks": "$(PM_SRC)", "demos": "$(PM_DEMO_SRC)", "pool": "$(PM_POOL_SRC)"}' > $(PM_RUNS)/paper-mini.json
 	@set -e; trap 'bash scripts/rl-vllm.sh stop - $(PM_PORT) $(PM_RUNS)/vllm' EXIT; \
 	$(PM_STAGE) rft-demos $(PM_RUNS)/rft/demos.jsonl -- make --no-print-directory paper-mini-demos PM_RUNS=$(PM_RUNS); \
 	$(PM_STAGE) rft $(PM_RUNS)/rft/rft.json -- make --no-print-directory paper-mini-rft PM_RUNS=$(PM_RUNS); \
@@ -126,7 +129,8 @@ paper-mini:  ## the paper in miniature on SmolLM2-135M: base eval -> RFT (bootst
 # scaffold (policy/gold_steps.py), graded; only resolved ones are kept.
 paper-mini-demos:
 	@set -eo pipefail; mkdir -p $(PM_RUNS)/rft; cat $(PM_DEMO_SRC) | shuf -n $(PM_DEMO_N) --random-source=<(yes $(PM_SEED)-demos) \
-	  | $(SWERL) collect --policy $(PM_DEMO_POLICY) --run bootstrap-gold-demos $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
+	  | $(SWERL) collect --policy $(PM_DEMO_POLICY) --run bootstrap-gold-demos $(PM_SCAFFOLD) $(PM_DEMO_ARGS) \
+	    --concurrency $(PM_CONCURRENCY) \
 	  | $(SWERL) grade --workers $(PM_CONCURRENCY) $(PM_GRADE_ARGS) \
 	  | $(SWERL) filter --resolved - > $(PM_RUNS)/rft/.demos.jsonl.tmp
 	@mv $(PM_RUNS)/rft/.demos.jsonl.tmp $(PM_RUNS)/rft/demos.jsonl

@@ -52,6 +52,25 @@ def test_format_error_turn_is_masked(tok) -> None:
     assert kept.n_trainable == s.n_trainable + len(rec["turns"][1]["token_ids"])
 
 
+def test_masked_turn_is_never_trained_on_from_tokens_or_rerendered(tok) -> None:
+    """A demonstration's deliberate mistake (turn flag `masked`) gets loss mask 0 whatever `mask_format_errors`
+    says, in the token path and when the messages are re-rendered; the summary counts it apart."""
+    from swerl_cli.training.data import DataStats
+
+    rec = make_trajectory(tok, 5, n_turns=3)
+    rec["turns"][1]["masked"] = True
+    want = rec["turns"][0]["token_ids"] + rec["turns"][2]["token_ids"]
+    bare = copy.deepcopy(rec)
+    for turn in bare["turns"]:
+        turn["token_ids"] = turn["prompt_token_ids"] = turn["delta_token_ids"] = turn["logprobs"] = None
+    for record in (rec, bare):
+        stats = DataStats()
+        s = trajectory_to_sample(_loc(record), tok, mask_format_errors=False, stats=stats)
+        trained = [i for i, m in zip(s.input_ids, s.loss_mask, strict=True) if m]
+        assert trained == want
+        assert (stats.masked_turns, stats.format_error_turns_masked) == (1, 0)
+
+
 def test_rerender_without_token_ids_matches_recorded_tokens(tok) -> None:
     rec = make_trajectory(tok, 3, n_turns=3, format_error_turns=(2,))
     bare = copy.deepcopy(rec)

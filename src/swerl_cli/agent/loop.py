@@ -261,7 +261,7 @@ def _turn_record(comp: Completion, book: TokenBook, index: int, format_error: bo
         "n_closing_tokens": comp.n_closing,
         "n_prompt_tokens": n_prompt,
         "latency_s": round(comp.latency_s, 4),
-    }
+    } | ({"masked": True} if comp.masked else {})
 
 
 def _with_version(turn: dict[str, Any], comp: Completion, policy: Any) -> dict[str, Any]:

@@ -37,6 +37,11 @@ class CollectConfig(JobSettings):
     model: str | None = flag(None, "Model name (openai) or checkpoint directory (hf, vllm).")
     base_url: tuple[str, ...] = flag((), "OpenAI-compatible base URL (…/v1); repeat to spread load.")
     replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
+    gold_mistakes: float = flag(
+        0.0,
+        "gold-steps: share of episodes (0-1) whose first edit is a typical mistake, corrected in the next turn; "
+        "the mistaken turn is marked masked, so training learns the correction only.",
+    )
     policy_version: str | None = flag(
         None,
         "Checkpoint identity recorded in policy.version and each turn's policy_version; 'server' (openai): read "

@@ -89,6 +89,9 @@ class Completion:
     # `--policy-version server` reads it from the server); `policy_version_end` only when it changed mid-request.
     policy_version: str | None = None
     policy_version_end: str | None = None
+    # A scripted demonstration's deliberate mistake (gold-steps with mistakes): the turn record says `masked`, and
+    # training gives its tokens loss mask 0, so the model learns the recovery that follows, not the mistake.
+    masked: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,16 +11,27 @@ commands, so the trajectory reads like a solution a model could have written:
 
 Blocks are edited bottom-up, so the line numbers shown are valid when each edit runs. A patch that the editor
 cannot express (a new, deleted, renamed or binary file) falls back to the `gold` policy's single apply.
+
+Demonstrations of recovery (`--gold-mistakes P`): in a share P of the episodes (chosen from instance id and
+sample, so a rerun picks the same ones) the first edit is made with one of the two mistakes small models make,
+then corrected. The text is over-indented by four spaces, or, when it holds a single quote, wrapped naively in
+single quotes (the shell drops the inner ones). The mistaken turn is marked `masked` (training gives it loss mask
+0), so a model trained on the demonstration learns the correction that follows the editor's answer, not the
+mistake. The correction reads that answer: refused (the editor's syntax check) or failed, the same range is
+edited again; applied, the lines the mistake wrote are.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.policy.base import Completion, EpisodeInfo
+from swerl_cli.core.errors import ConfigError
+from swerl_cli.policy import PolicyOptions
+from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
 from swerl_cli.policy.gold import GoldPolicy, _action
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -100,18 +111,49 @@ def quote(text: str) -> str:
     return shlex.quote(text)
 
 
-def steps(task: dict[str, Any]) -> list[tuple[str, str]] | None:
-    """(reasoning, command) per turn for `task`'s gold patch; None when the patch needs the plain apply."""
+EDIT_APPLIED = "File updated."  # the first words of the editor's answer to an applied edit (swerl_tools.EDIT_DONE)
+MISTAKE_TURN = 1  # with a mistake: turn 0 opens the first block, turn 1 is the mistaken edit, turn 2 corrects it
+
+
+def mistaken(block: Block) -> tuple[str, str, str] | None:
+    """(text as the mistaken edit writes it, how the correction names the mistake, what it does instead) for
+    `block`; None when the block replaces nothing or inserts nothing (a pure insert or delete is left as it is)."""
+    if not block.n_old or not block.new:
+        return None
+    text = "\n".join(block.new)
+    if "'" in text:
+        return f"'{text}'", "the shell dropped the single quotes inside my text", "I wrap the text in double quotes"
+    deeper = "\n".join("    " + line if line else line for line in block.new)
+    return quote(deeper), "my text was indented too deep", "I use the indentation the file has"
+
+
+def steps(task: dict[str, Any], mistake: bool = False, applied: bool = False) -> list[tuple[str, str]] | None:
+    """(reasoning, command) per turn for `task`'s gold patch; None when the patch needs the plain apply.
+
+    `mistake`: the first edit is made wrongly at turn MISTAKE_TURN and corrected at the next (when `mistaken`
+    allows it for the first block; `has_mistake` says); `applied`: the editor applied the mistaken edit.
+    """
     blocks = patch_blocks(str(task.get("patch") or ""))
     if not blocks:
         return None
     out: list[tuple[str, str]] = []
-    for b in sorted(blocks, key=lambda b: (b.path, -b.start)):
+    for i, b in enumerate(sorted(blocks, key=lambda b: (b.path, -b.start))):
         end = b.start + b.n_old - 1
         out.append((f"I look at {b.path} around line {b.start}.", f"open {b.path} {b.start}"))
         what = f"line {b.start}" if b.n_old == 1 else f"lines {b.start}-{end}" if b.n_old else f"before line {b.start}"
         edit = f"edit --file {b.path} {b.start}:{end}"
-        out.append((f"I fix {what}.", f"{edit} {quote(chr(10).join(b.new))}" if b.new else edit + " ''"))
+        text = quote(chr(10).join(b.new)) if b.new else "''"
+        right = f"{edit} {text}"
+        wrong = mistaken(b) if mistake and i == 0 else None
+        if wrong is None:
+            out.append((f"I fix {what}.", right))
+            continue
+        out.append((f"I fix {what}.", f"{edit} {wrong[0]}"))
+        if applied:  # the mistaken lines are in the file now: edit them
+            redo = f"edit --file {b.path} {b.start}:{b.start + len(b.new) - 1} {text}"
+            out.append((f"The edit went in, but {wrong[1]}. {wrong[2]} and edit the same lines again.", redo))
+        else:
+            out.append((f"The edit was not applied: {wrong[1]}. {wrong[2]} and edit {what} again.", right))
     tests = [t for t in task.get("FAIL_TO_PASS") or [] if isinstance(t, str) and "::" in t][:MAX_TESTS]
     if tests:
         out.append(("I run the failing test.", "python3 -m pytest -q " + " ".join(shlex.quote(t) for t in tests)))
@@ -119,15 +161,86 @@ def steps(task: dict[str, Any]) -> list[tuple[str, str]] | None:
     return out
 
 
+def has_mistake(task: dict[str, Any]) -> bool:
+    """True when `steps(task, mistake=True)` has a mistaken edit (its first block can be edited wrongly)."""
+    blocks = patch_blocks(str(task.get("patch") or "")) or []
+    return bool(blocks) and mistaken(sorted(blocks, key=lambda b: (b.path, -b.start))[0]) is not None
+
+
+def picked(instance_id: str, sample: int, share: float) -> bool:
+    """Whether episode (instance_id, sample) is one of the `share` that get a mistake (stable across runs)."""
+    return zlib.crc32(f"{instance_id}/{sample}".encode()) % 10_000 < round(share * 10_000)
+
+
+@dataclass(frozen=True, slots=True)
+class GoldStepsOptions(PolicyOptions):
+    """`--gold-mistakes P`: the share of episodes whose first edit is a corrected mistake (0: none)."""
+
+    gold_mistakes: float = 0.0
+
+
 class GoldStepsPolicy(GoldPolicy):
     """The gold patch as open / edit / test / submit turns (see the module docstring)."""
 
     name = "gold-steps"
+    Options = GoldStepsOptions  # type: ignore[assignment]
 
-    def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
+    @classmethod
+    def create(cls, options: GoldStepsOptions) -> GoldStepsPolicy:  # type: ignore[override]
+        """Checks the share."""
+        if not 0.0 <= options.gold_mistakes <= 1.0:
+            raise ConfigError(f"field 'gold_mistakes': a share between 0 and 1, got {options.gold_mistakes}")
+        return cls(options.gold_mistakes)
+
+    def __init__(self, gold_mistakes: float = 0.0):
+        self.gold_mistakes = gold_mistakes
+
+    def describe(self) -> dict[str, Any]:
+        """The `policy` record fields (and the share of mistakes, when there are any)."""
+        return super().describe() | ({"gold_mistakes": self.gold_mistakes} if self.gold_mistakes else {})
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        sampling: Sampling,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        episode: EpisodeInfo | None = None,
+    ) -> Completion:
+        """The next scripted turn; with a mistake, the turn after it reads the editor's answer to it."""
+        if episode is None or not self.gold_mistakes:
+            return await super().acomplete(messages, sampling, tools=tools, episode=episode)
+        mistake = picked(episode.instance_id, episode.sample, self.gold_mistakes) and has_mistake(episode.task)
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        applied = mistake and turn > MISTAKE_TURN and EDIT_APPLIED in _answer(messages, MISTAKE_TURN)
+        comp = self.play(episode, turn, tools, mistake=mistake, applied=applied)
+        comp.masked = mistake and turn == MISTAKE_TURN
+        return comp
+
+    def play(
+        self,
+        episode: EpisodeInfo,
+        turn: int,
+        tools: list[dict[str, Any]] | None,
+        mistake: bool = False,
+        applied: bool = False,
+    ) -> Completion:
         """Turn `turn` of this episode's scripted steps (the plain gold apply when the patch needs it)."""
-        plan = steps(episode.task)
+        plan = steps(episode.task, mistake, applied)
         if plan is None:
             return super().play(episode, turn, tools)
         text, command = plan[min(turn, len(plan) - 1)]
         return _action(text, command, tools)
+
+
+def _answer(messages: list[dict[str, Any]], turn: int) -> str:
+    """The text of the observation that followed assistant turn `turn` ("" when there is none yet)."""
+    seen = -1
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant":
+            seen += 1
+            if seen == turn:
+                nxt = messages[i + 1] if i + 1 < len(messages) else {}
+                content = nxt.get("content")
+                return content if isinstance(content, str) else ""
+    return ""

@@ -3,7 +3,8 @@
 Layout (docs/records.md, `turns`), one sequence per trajectory:
 
     input_ids = turns[0].prompt_token_ids ++ turns[0].token_ids ++ turns[1].delta_token_ids ++ turns[1].token_ids ++ ...
-    loss_mask = 1 exactly on token_ids positions (0 on turns flagged format_error when `mask_format_errors`)
+    loss_mask = 1 exactly on token_ids positions (0 on turns flagged format_error when `mask_format_errors`, and
+                always 0 on turns flagged `masked`: a demonstration's deliberate mistake)
     logprobs  = the sampler's logprobs on token_ids positions, 0.0 elsewhere (DAPO's old-policy logprobs)
 
 Recorded token ids are used when every turn has them (no re-tokenisation drift). Otherwise (gold, replay, imported
@@ -64,6 +65,7 @@ class DataStats:
     tokens: int = 0
     trainable_tokens: int = 0
     format_error_turns_masked: int = 0
+    masked_turns: int = 0  # turns flagged `masked` (a demonstration's deliberate mistake), never trained on
     skip_reasons: dict[str, int] = field(default_factory=dict)
     # The trained samples per the records' `run` name (where the data came from: e.g. `bootstrap-gold-demos`).
     runs: dict[str, int] = field(default_factory=dict)
@@ -117,10 +119,7 @@ def sample_from_tokens(loc: Located, turns: list[dict[str, Any]], mask_format_er
         elif not isinstance(lp, list) or len(lp) != len(toks):
             n = len(lp) if isinstance(lp, list) else "not an array"
             raise loc.error(f"{where}.logprobs", f"length {n} != token_ids length {len(toks)}")
-        trainable = 1
-        if turn.get("format_error") is True and mask_format_errors:
-            trainable = 0
-            stats.format_error_turns_masked += 1
+        trainable = 0 if _untrained(turn, mask_format_errors, stats) else 1
         ids += glue
         mask += [0] * len(glue)
         lps += [0.0] * len(glue)
@@ -129,6 +128,17 @@ def sample_from_tokens(loc: Located, turns: list[dict[str, Any]], mask_format_er
         lps += [float(x) for x in lp]
     rec = loc.obj
     return Sample(str(rec.get("id", f"{loc.source}:{loc.line}")), loc.source, loc.line, ids, mask, lps, has_lp, rec)
+
+
+def _untrained(turn: dict[str, Any], mask_format_errors: bool, stats: DataStats) -> bool:
+    """True when `turn` gets loss mask 0: flagged `masked`, or a format error under `mask_format_errors` (counted)."""
+    if turn.get("masked") is True:
+        stats.masked_turns += 1
+        return True
+    if turn.get("format_error") is True and mask_format_errors:
+        stats.format_error_turns_masked += 1
+        return True
+    return False
 
 
 def check_generation_template(tokenizer: Any, where: str) -> None:
@@ -165,17 +175,18 @@ def sample_from_messages(loc: Located, tokenizer: Any, mask_format_errors: bool,
     assistant_idx = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
     if len(spans) != len(assistant_idx):
         raise loc.error("messages", f"chat template marked {len(spans)} assistant spans for {len(assistant_idx)} turns")
-    flagged: set[int] = set()
     turns = loc.obj.get("turns")
-    if mask_format_errors and isinstance(turns, list):
-        flagged = {t["message_index"] for t in turns if isinstance(t, dict) and t.get("format_error") is True}
+    flagged = {
+        t.get("message_index")
+        for t in (turns if isinstance(turns, list) else [])
+        if isinstance(t, dict) and _untrained(t, mask_format_errors, stats)
+    }
     mask = [0] * len(ids)
     for (start, end), mi in zip(spans, assistant_idx, strict=True):
         content = messages[mi].get("content")
         if isinstance(content, str) and content.strip() and content.strip() not in tokenizer.decode(ids[start:end]):
             raise loc.error(f"messages[{mi}]", "assistant span rendered by the chat template does not match content")
         if mi in flagged:
-            stats.format_error_turns_masked += 1
             continue
         mask[start:end] = [1] * (end - start)
     stats.rerendered += 1
