@@ -111,6 +111,11 @@ def quote(text: str) -> str:
     return shlex.quote(text)
 
 
+def bottom_up(blocks: list[Block]) -> list[Block]:
+    """The order the blocks are edited in: per file, last block first, so earlier line numbers stay valid."""
+    return sorted(blocks, key=lambda b: (b.path, -b.start))
+
+
 EDIT_APPLIED = "File updated."  # the first words of the editor's answer to an applied edit (swerl_tools.EDIT_DONE)
 MISTAKE_TURN = 1  # with a mistake: turn 0 opens the first block, turn 1 is the mistaken edit, turn 2 corrects it
 
@@ -137,7 +142,7 @@ def steps(task: dict[str, Any], mistake: bool = False, applied: bool = False) ->
     if not blocks:
         return None
     out: list[tuple[str, str]] = []
-    for i, b in enumerate(sorted(blocks, key=lambda b: (b.path, -b.start))):
+    for i, b in enumerate(bottom_up(blocks)):
         end = b.start + b.n_old - 1
         out.append((f"I look at {b.path} around line {b.start}.", f"open {b.path} {b.start}"))
         what = f"line {b.start}" if b.n_old == 1 else f"lines {b.start}-{end}" if b.n_old else f"before line {b.start}"
@@ -164,7 +169,7 @@ def steps(task: dict[str, Any], mistake: bool = False, applied: bool = False) ->
 def has_mistake(task: dict[str, Any]) -> bool:
     """True when `steps(task, mistake=True)` has a mistaken edit (its first block can be edited wrongly)."""
     blocks = patch_blocks(str(task.get("patch") or "")) or []
-    return bool(blocks) and mistaken(sorted(blocks, key=lambda b: (b.path, -b.start))[0]) is not None
+    return bool(blocks) and mistaken(bottom_up(blocks)[0]) is not None
 
 
 def picked(instance_id: str, sample: int, share: float) -> bool:
