@@ -47,7 +47,8 @@ def test_dry_run_names_every_stage_and_writes_nothing(tmp_path: Path):
     assert "collect --policy gold-steps --run bootstrap-gold-demos -c examples/paper-mini/collect.yaml" in demos
     # PM_DEMO_ARGS reaches the demonstrations' collect only, and the run's paper-mini.json records it
     mistakes = _dry_run("paper-mini-demos", run, "PM_DEMO_ARGS=--gold-mistakes 0.5")
-    assert " ".join(mistakes.replace("\\\n", " ").split()).count("--max-new-tokens 96 --gold-mistakes 0.5 --concurrency 6") == 1
+    words = " ".join(mistakes.replace("\\\n", " ").split())
+    assert words.count("--max-new-tokens 96 --gold-mistakes 0.5 --concurrency 6") == 1
     whole = _dry_run("paper-mini", run, "PM_DEMO_ARGS=--gold-mistakes 0.5")
     assert "gold-mistakes" not in whole.replace('"demo_args": "--gold-mistakes 0.5"', "")
     assert "paper_mini_table.py" in out
