@@ -123,6 +123,11 @@ def reply_budget(n_prompt: int, sampling: Sampling, max_context: int | None) -> 
     return min(sampling.max_new_tokens, max_context - n_prompt)
 
 
+def assistant_turns(messages: list[dict[str, Any]]) -> int:
+    """How many assistant turns `messages` holds: the index of the turn a scripted backend plays next."""
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
 def identity(backend: str, model: str, version: str | None = None) -> dict[str, Any]:
     """The `policy` record's first fields: the backend, the model, and its version (the model's unless set)."""
     return {"backend": backend, "model": model, "version": version or model}
@@ -210,7 +215,14 @@ class ScriptedBackend(PolicyBackend):
         """The scripted action of this episode's next turn."""
         if episode is None:
             raise PolicyError(f"the {self.name} policy needs the episode's {self.needs}")
-        return self.play(episode, sum(1 for m in messages if m.get("role") == "assistant"), tools)
+        return self.respond(episode, messages, tools)
+
+    def respond(
+        self, episode: EpisodeInfo, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> Completion:
+        """The next turn: `play` of the number of assistant messages so far (a script that reads the observations
+        overrides this)."""
+        return self.play(episode, assistant_turns(messages), tools)
 
     def play(self, episode: EpisodeInfo, turn: int, tools: list[dict[str, Any]] | None) -> Completion:
         """Turn `turn` of `episode` (tools: the native tool schemas, or None for the text action format)."""

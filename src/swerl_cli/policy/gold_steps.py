@@ -31,7 +31,7 @@ from typing import Any
 
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.policy import PolicyOptions
-from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling
+from swerl_cli.policy.base import Completion, EpisodeInfo, assistant_turns
 from swerl_cli.policy.gold import GoldPolicy, _action
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -204,19 +204,14 @@ class GoldStepsPolicy(GoldPolicy):
         """The `policy` record fields (and the share of mistakes, when there are any)."""
         return super().describe() | ({"gold_mistakes": self.gold_mistakes} if self.gold_mistakes else {})
 
-    async def acomplete(
-        self,
-        messages: list[dict[str, Any]],
-        sampling: Sampling,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        episode: EpisodeInfo | None = None,
+    def respond(
+        self, episode: EpisodeInfo, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> Completion:
         """The next scripted turn; with a mistake, the turn after it reads the editor's answer to it."""
-        if episode is None or not self.gold_mistakes:
-            return await super().acomplete(messages, sampling, tools=tools, episode=episode)
+        if not self.gold_mistakes:
+            return super().respond(episode, messages, tools)
         mistake = picked(episode.instance_id, episode.sample, self.gold_mistakes) and has_mistake(episode.task)
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        turn = assistant_turns(messages)
         applied = mistake and turn > MISTAKE_TURN and EDIT_APPLIED in _answer(messages, MISTAKE_TURN)
         comp = self.play(episode, turn, tools, mistake=mistake, applied=applied)
         comp.masked = mistake and turn == MISTAKE_TURN
