@@ -235,12 +235,7 @@ class GoldStepsPolicy(GoldPolicy):
 
 def _answer(messages: list[dict[str, Any]], turn: int) -> str:
     """The text of the observation that followed assistant turn `turn` ("" when there is none yet)."""
-    seen = -1
-    for i, m in enumerate(messages):
-        if m.get("role") == "assistant":
-            seen += 1
-            if seen == turn:
-                nxt = messages[i + 1] if i + 1 < len(messages) else {}
-                content = nxt.get("content")
-                return content if isinstance(content, str) else ""
-    return ""
+    said = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    after = said[turn] + 1 if turn < len(said) else len(messages)
+    content = messages[after].get("content") if after < len(messages) else None
+    return content if isinstance(content, str) else ""
