@@ -108,7 +108,7 @@ lint: venv  ## ruff (lint + format) and mypy (src/swerl_cli; settings in pyproje
 
 test: lint  ## ruff, then pytest (docker tests run for real; CI=true fails when no engine)
 	@echo "make test: pytest -m 'not gpu' $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
-	$(VENV)/bin/pytest -m "not gpu" -q --durations=10 $(ARGS)
+	$(VENV)/bin/pytest -m "not gpu" -q $(ARGS)
 
 # On a CUDA host: GPU_PY is an interpreter whose environment has CUDA torch, transformers and DeepSpeed (`pip install
 # -e '.[train,dev]'` there; make setup's venv is CPU-only). DeepSpeed picks its accelerator from DS_ACCELERATOR, which

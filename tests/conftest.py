@@ -41,6 +41,13 @@ if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.budget import Budget
+
+    if not config.pluginmanager.has_plugin("swerl-budget"):
+        config.pluginmanager.register(Budget(), "swerl-budget")
+
+
 def _docker_reachable() -> bool:
     if shutil.which("docker") is None:
         return False
