@@ -58,7 +58,7 @@ class Budget:
         return [(n, s) for n, s in self.times.items() if s > limit and allowed(n) is None]
 
     @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter, exitstatus: int) -> None:  # noqa: ANN001 (pytest's type)
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int) -> None:
         if not self.times:
             return
         tr = terminalreporter
@@ -70,7 +70,8 @@ class Budget:
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         tr.write_line(f"total {total / 60:.1f} min wall, {sum(self.times.values()) / 60:.1f} min in tests; load {load}")
         for nodeid, secs in self.over():
-            tr.write_line(f"suite budget: {nodeid} took {secs:.0f}s > {_limit():.0f}s and is not in tests/budget.py SLOW")
+            why = f"took {secs:.0f}s > {_limit():.0f}s and is not in tests/budget.py SLOW"
+            tr.write_line(f"suite budget: {nodeid} {why}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

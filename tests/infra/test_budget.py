@@ -10,7 +10,9 @@ from pathlib import Path
 from tests.budget import SLOW, allowed
 from tests.conftest import ROOT
 
-CONFTEST = "from tests.budget import Budget\n\ndef pytest_configure(config):\n    config.pluginmanager.register(Budget())\n"
+CONFTEST = (
+    "from tests.budget import Budget\n\ndef pytest_configure(config):\n    config.pluginmanager.register(Budget())\n"
+)
 SLEEPY = "import time\n\ndef test_sleeps():\n    time.sleep(0.6)\n\ndef test_quick():\n    pass\n"
 
 
@@ -30,7 +32,7 @@ def test_an_unlisted_test_over_the_limit_fails_the_session_and_the_slowest_are_p
     assert "2 passed" in res.stdout
     assert "suite budget: 15 slowest of 2" in res.stdout
     assert "test_sleepy.py::test_sleeps took" in res.stdout
-    assert "total " in res.stdout and "min wall" in res.stdout
+    assert "min wall" in res.stdout
     ok = _pytest(tmp_path, "5")
     assert ok.returncode == 0, ok.stdout
     assert "OVER THE LIMIT" not in ok.stdout
