@@ -61,20 +61,25 @@ def test_gold_resolves_every_example_and_empty_none(example_tasks, toy, tmp_path
 
 
 def test_non_applying_patch_is_patch_failed(toy_t: Task) -> None:
-    g = grade_patch(toy_t, BAD_PATCH, GradeConfig(), "pytest-pf")
+    g = grade_patch(toy_t, BAD_PATCH, GradeConfig(mode="harness"), "pytest-pf")
     assert g["status"] == "patch_failed"
     assert g["reward"] == 0.0
     assert g["patch_applied"] is False
     assert "nope.py" in g["log_tail"]
+    strict = grade_patch(toy_t, BAD_PATCH, GradeConfig(), "pytest-pf")
+    assert (strict["status"], strict["reward"], strict["reason"]) == ("unresolved", 0.0, "patch_failed")
+    assert strict["audit"]["flagged"] and "refused by git apply" in strict["audit"]["patch"]
 
 
-def test_fuzzy_fallback_applies_a_shifted_patch(toy_t: Task) -> None:
-    # A context line that does not match the file: git apply refuses, patch applies with fuzz.
+def test_fuzzy_fallback_applies_a_shifted_patch_in_harness_mode_only(toy_t: Task) -> None:
+    # A context line that does not match the file: git apply refuses, patch applies with fuzz (harness mode).
     fuzzy = toy_t.patch.replace(" def mul(a, b):", " def mul(x, y):")
     assert fuzzy != toy_t.patch
-    g = grade_patch(toy_t, fuzzy, GradeConfig(), "pytest-fuzz")
+    g = grade_patch(toy_t, fuzzy, GradeConfig(mode="harness"), "pytest-fuzz")
     assert g["status"] == "resolved", g["log_tail"]
     assert g["apply_method"] in ("git apply --verbose --3way", "patch --batch --fuzz=5 -p1")
+    strict = grade_patch(toy_t, fuzzy, GradeConfig(mode="strict"), "pytest-fuzz")
+    assert (strict["status"], strict["reason"]) == ("unresolved", "patch_failed")
 
 
 def test_hanging_test_cmd_times_out_and_leaves_no_container(toy_t: Task) -> None:

@@ -5,7 +5,8 @@ Found in `make paper-mini`: 4-7 of 50 gold demonstrations (`--policy gold-steps`
 sandbox start) were recorded with an empty patch under `--concurrency 6`, so graded unresolved. The diff ran
 `git add -A` on a copy of the index; `cp` gave the copy a new mtime, so git trusted the stat data of an entry the
 original index marked as racily clean (entry mtime == index mtime), and the same-size, same-second edit looked
-unchanged. `cp -p` keeps the index's mtime, and git's racy-entry check re-reads the file.
+unchanged. The diff now builds a fresh index from base_commit in a throwaway git directory (gitops.diff_command),
+so no stat data is trusted at all and every file is re-read.
 """
 
 from __future__ import annotations
@@ -54,13 +55,6 @@ def _diffs(tmp_path: Path, command: str, tries: int = 3) -> list[str]:
 
 
 def test_same_second_same_size_fix_is_in_the_patch(tmp_path: Path) -> None:
-    for diff in _diffs(tmp_path, diff_command("HEAD", [])):
+    for diff in _diffs(tmp_path, diff_command("HEAD", [], ".", "t")):
         assert "-x = f(b, a)" in diff
         assert "+x = f(a, b)" in diff
-
-
-def test_the_copy_without_its_mtime_lost_the_fix(tmp_path: Path) -> None:
-    """The control: the old command (`cp` without -p) gives the empty patch in that case."""
-    old = diff_command("HEAD", []).replace("cp -p .git/index", "cp .git/index")
-    assert old != diff_command("HEAD", [])
-    assert _diffs(tmp_path, old) == ["", "", ""]

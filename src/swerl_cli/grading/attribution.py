@@ -19,7 +19,7 @@ from swerl_cli.grading.logs import SHORT_PATH_PARSERS, log_family, parse_text_lo
 from swerl_cli.grading.verdict import REASONS, suspicious
 from swerl_cli.streams.records import Task
 
-__all__ = ["REASONS", "Decision", "cached_control", "control_key", "decide"]
+__all__ = ["REASONS", "Decision", "cached_control", "control_key", "control_problem", "decide"]
 _cache: dict[tuple[Any, ...], GuardRun] = {}
 _locks: dict[tuple[Any, ...], threading.Lock] = {}
 _guard = threading.Lock()
@@ -79,6 +79,14 @@ def _log_statuses(task: Task, run: GuardRun) -> tuple[dict[str, str], str, str |
     if why:
         return status, parser, "no_results" if not status else "results_untrusted"
     return status, parser, None
+
+
+def control_problem(task: Task, ctl: GuardRun) -> str | None:
+    """Why the unpatched control run gives no usable result, or None (the plugin's view; the log's when the plugin
+    never loads for this task or the task is read from its log)."""
+    if log_family(task.extra.get("log_parser")) == "pytest" and ctl.hellos > 0:
+        return ctl.problem()
+    return _log_statuses(task, ctl)[2]
 
 
 def decide(task: Task, run: GuardRun, control: Callable[[], tuple[GuardRun, bool]]) -> Decision:

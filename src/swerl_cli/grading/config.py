@@ -10,12 +10,20 @@ from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
 from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits, choices
 
+MODES = ("strict", "harness")
+
 
 @dataclass(frozen=True, slots=True)
 class GradeConfig(JobSettings):
     """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
 
     workers: int = flag(1, "Sandboxes graded in parallel [default: 1].", metavar="N")
+    mode: str = flag(
+        "strict",
+        "strict: only `git apply`, a refused patch scores 0 (reason patch_failed); harness: SWE-bench's fallbacks "
+        "(git apply --3way, GNU patch --fuzz=5), status patch_failed [default: strict].",
+        metavar="MODE",
+    )
     timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
     sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
     repo_dir: str | None = flag(None, "Repository clones for --sandbox local.")
@@ -33,6 +41,8 @@ class GradeConfig(JobSettings):
 
     def __post_init__(self) -> None:
         self.check_job_settings()
+        if self.mode not in MODES:
+            raise ConfigError(f"field 'mode': {self.mode!r} is not one of {', '.join(MODES)}")
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
         check_positive("timeout_s", self.timeout_s)

@@ -1,11 +1,12 @@
 """Grade one patch against one task in a fresh sandbox (docs/grading.md).
 
-Fresh container -> apply the patch (git apply, git apply --3way, patch --fuzz=5; tree reset between tries) ->
-set aside the patch's test infrastructure (infra.py) -> restore the test files to base_commit and apply
-test_patch -> run test_cmd through the guard (guard.py: the grader's wrapper and pytest plugin, a signed result)
--> v5 verdicts. A run without a usable result is the patch's fault (unresolved, reward 0, `reason`) when the
-unpatched control run has one (attribution.py), else an `error`. Infrastructure failures give status "error" and
-reward None: never a silent 0.
+Fresh container -> apply the patch with git (patching.py: strict mode `git apply` only, harness mode also
+`--3way` and GNU patch, never writing under `.git/`) -> set aside the test infrastructure among the paths git sees
+changed (infra.py) -> restore the test files to base_commit and apply test_patch -> run test_cmd through the guard
+(guard.py: the grader's wrapper and pytest plugin, a signed result) -> v5 verdicts. A run without a usable result,
+or a grading step that fails after the patch applied, is the patch's fault (unresolved, reward 0, `reason`) when
+the unpatched control run has a result (attribution.py), else an `error`. Infrastructure failures give status
+"error" and reward None: never a silent 0.
 """
 
 from __future__ import annotations
@@ -17,23 +18,18 @@ from typing import Any
 
 from swerl_cli.core.errors import SandboxError
 from swerl_cli.grading import guard, infra
-from swerl_cli.grading.attribution import cached_control, control_key, decide
+from swerl_cli.grading.attribution import cached_control, control_key, control_problem, decide
 from swerl_cli.grading.config import GradeConfig
+from swerl_cli.grading.patching import RepoView, StepFailed
 from swerl_cli.grading.verdict import SEMANTICS, verdict
 from swerl_cli.sandbox import ExecResult, Sandbox, backend_class, open_sandbox
-from swerl_cli.sandbox.gitops import patch_files, touched_files
+from swerl_cli.sandbox.gitops import touched_files
 from swerl_cli.streams.records import Task
 
 JUNIT_PATH = "/tmp/swerl-junit.xml"
-MODEL_PATCH = ".git/swerl-model.patch"
-TEST_PATCH = ".git/swerl-test.patch"
-APPLY = (
-    ("git apply --verbose", f"git apply --verbose {MODEL_PATCH}"),
-    ("git apply --verbose --3way", f"git apply --verbose --3way {MODEL_PATCH}"),
-    ("patch --batch --fuzz=5 -p1", f"patch --batch --fuzz=5 -p1 -i {MODEL_PATCH}"),
-)
-RESET = "git checkout -q -- . && git clean -fdq"
 TEST_LOG_CAP = 2_000_000
+# A sandbox failure only the engine can cause (not the code under test): an error, never the patch's fault.
+_OUTSIDE = ("stopped from outside (killed", "container is gone", "sandbox start interrupted")
 
 
 def _grade(status: str, t0: float, **fields: Any) -> dict[str, Any]:
@@ -97,61 +93,67 @@ def _tail(text: str, n: int) -> str:
     return text if len(text) <= n else text[-n:]
 
 
-def _apply(sb: Sandbox, patch: str, n: int, t0: float) -> tuple[str | None, dict[str, Any] | None]:
-    """(apply method, None), or (None, the patch_failed grade); an empty patch is not applied."""
+def _apply(
+    view: RepoView, patch: str, cfg: GradeConfig, t0: float
+) -> tuple[str | None, list[str], dict[str, Any] | None]:
+    """(apply method, audit notes, None), or (None, notes, the refusal's grade); an empty patch is not applied.
+
+    A patch naming a path under `.git/` (as git reads it) is refused before any tool runs, in either mode."""
     if not patch.strip():
-        return None, None
-    sb.write_file(MODEL_PATCH, patch)
-    tried = []
-    for name, cmd in APPLY:
-        res = _sh(sb, cmd)
-        if res.exit_code == 0:
-            return name, None
-        tried.append(f"$ {cmd}\n{res.output}")
-        _sh(sb, RESET)
-    return None, _grade("patch_failed", t0, log_tail=_tail("\n".join(tried), n))
+        return None, [], None
+    path = view.write("model.patch", patch)
+    named = view.numstat(path)
+    notes = [] if named is not None else ["git cannot parse the patch"]
+    git_paths = [p for p in named or [] if p == ".git" or p.startswith(".git/")]
+    log: list[str] = []
+    method = None
+    if git_paths:
+        notes.append(f"names paths under .git/: {', '.join(git_paths[:5])}")
+    else:
+        method, log = view.apply(path, cfg.mode)
+    if method is not None:
+        return method, notes, None
+    notes.append("refused by git apply" if cfg.mode == "strict" else "no tool applied it")
+    audit = {"flagged": True, "touches_test_infra": False, "findings": [], "outside_writes": [], "patch": notes}
+    tail = _tail("\n".join([*notes, *log]), cfg.log_tail_chars)
+    if cfg.mode == "strict":
+        return None, notes, _grade("unresolved", t0, reason="patch_failed", log_tail=tail, audit=audit)
+    return None, notes, _grade("patch_failed", t0, log_tail=tail, audit=audit)
 
 
 def _sh(sb: Sandbox, cmd: str, timeout_s: float = 300.0) -> ExecResult:
     res = sb.run(cmd, timeout_s)
     if res.timed_out:
-        raise SandboxError(f"grading step timed out after {timeout_s}s: {cmd[:80]}")
+        raise StepFailed(f"grading step timed out after {timeout_s}s: {cmd[:80]}")
     return res
 
 
-def set_aside(sb: Sandbox, task: Task, patch: str) -> list[str]:
-    """The patch's test-infrastructure paths (infra.py): by name, or pyproject/setup.cfg runner sections."""
-    paths = infra.all_paths(patch)
-    aside = [p for p in paths if infra.is_infra(p)]
-    for p in infra.sectioned(paths):
+def set_aside(view: RepoView, changed: list[str]) -> list[str]:
+    """The test-infrastructure paths among those git sees changed (infra.py): by name, or pyproject/setup.cfg runner
+    sections."""
+    aside = [p for p in changed if infra.is_infra(p)]
+    for p in infra.sectioned(changed):
         if p in aside:
             continue
-        base = sb.run_uncapped(f"git show {shlex.quote(task.base_commit + ':' + p)} 2>/dev/null")
-        now = sb.run_uncapped(f"cat -- {shlex.quote(p)} 2>/dev/null")
-        before = infra.runner_sections(base.output if base.exit_code == 0 else "")
+        now = view.sh(f"cat -- {shlex.quote(p)} 2>/dev/null")
+        before = infra.runner_sections(view.show(p) or "")
         if before != infra.runner_sections(now.output if now.exit_code == 0 else ""):
             aside.append(p)
     return sorted(aside)
 
 
-def prepare_tests(sb: Sandbox, task: Task, aside: list[str]) -> str | None:
-    """Restore the test files and the set-aside paths to base_commit, apply test_patch; an error message or None."""
-    files, _ = patch_files(task.test_patch)
-    restore = [
-        f"if git cat-file -e {shlex.quote(task.base_commit + ':' + f)} 2>/dev/null; then "
-        f"git checkout -q {shlex.quote(task.base_commit)} -- {shlex.quote(f)}; else rm -f -- {shlex.quote(f)}; fi"
-        for f in dict.fromkeys([*touched_files(task), *files, *aside])
-    ]
-    if restore:
-        res = _sh(sb, " && ".join(restore))
-        if res.exit_code != 0:
-            raise SandboxError(f"could not restore test files to base_commit: {res.output.strip()[-300:]}")
+def prepare_tests(view: RepoView, task: Task, aside: list[str]) -> str | None:
+    """Restore the test files and the set-aside paths to base_commit, apply test_patch; an error message or None.
+    The test files are the task's `test_files`, else what git reads in test_patch."""
+    files: list[str] = []
     if task.test_patch.strip():
-        sb.write_file(TEST_PATCH, task.test_patch)
-        res = _sh(sb, f"git apply --verbose {TEST_PATCH}")
-        if res.exit_code != 0:
-            return f"test_patch does not apply: {res.output.strip()[-300:]}"
-    _sh(sb, f"rm -f {JUNIT_PATH}")
+        files = view.numstat(view.write("test.patch", task.test_patch)) or []
+    view.restore([*touched_files(task), *files, *aside])
+    if task.test_patch.strip():
+        err = view.apply_test_patch(task.test_patch)
+        if err:
+            return err
+    view.sh(f"rm -f {JUNIT_PATH}")
     return None
 
 
@@ -166,7 +168,7 @@ def control_run(task: Task, cfg: GradeConfig, run_id: str) -> tuple[guard.GuardR
     def go() -> guard.GuardRun:
         with _open(task, cfg, run_id) as sb:
             _sh(sb, f"cd {shlex.quote(sb.workdir)}")
-            err = prepare_tests(sb, task, [])
+            err = prepare_tests(RepoView(sb, task.base_commit), task, [])
             if err:
                 raise SandboxError(err)
             return _tests(sb, task, cfg)
@@ -177,20 +179,28 @@ def control_run(task: Task, cfg: GradeConfig, run_id: str) -> tuple[guard.GuardR
 def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float, run_id: str) -> dict[str, Any]:
     n = cfg.log_tail_chars
     _sh(sb, f"cd {shlex.quote(sb.workdir)}")
-    method, failed = _apply(sb, patch, n, t0)
+    view = RepoView(sb, task.base_commit)
+    method, notes, failed = _apply(view, patch, cfg, t0)
     if failed is not None:
         return failed
-    aside = set_aside(sb, task, patch) if method else []
-    common: dict[str, Any] = {"patch_applied": bool(method), "apply_method": method, "set_aside": aside}
-    err = prepare_tests(sb, task, aside)
-    if err:
-        return _grade("error", t0, error=err, **common)
-    run = _tests(sb, task, cfg)
+    common: dict[str, Any] = {"patch_applied": bool(method), "apply_method": method, "set_aside": []}
+    try:
+        common["set_aside"] = aside = set_aside(view, view.changed()) if method else []
+        err = prepare_tests(view, task, aside)
+        if err and not method:
+            return _grade("error", t0, error=err, **common)
+        if err:
+            raise StepFailed(err)
+        run = _tests(sb, task, cfg)
+    except SandboxError as e:
+        if not method or any(m in str(e) for m in _OUTSIDE):
+            raise
+        return _step_failed(task, cfg, run_id, t0, str(e), notes, common)
     common.update(
         log_tail=_tail(run.output, n),
         test_duration_s=round(run.duration_s, 3),
         test_exit_code=run.exit_code,
-        audit=_audit(aside, run),
+        audit=_audit(aside, run, notes),
     )
     try:
         d = decide(task, run, lambda: control_run(task, cfg, run_id))
@@ -206,11 +216,36 @@ def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float, 
     return _grade("resolved" if resolved else "unresolved", t0, tests=tests, **common)
 
 
-def _audit(aside: list[str], run: guard.GuardRun) -> dict[str, Any]:
-    """What a person should look at: set-aside test infrastructure, guard findings, writes outside the repo."""
+def _step_failed(
+    task: Task, cfg: GradeConfig, run_id: str, t0: float, message: str, notes: list[str], common: dict[str, Any]
+) -> dict[str, Any]:
+    """A step after the patch applied failed (restore, test_patch, a timeout, the sandbox's shell killed by the
+    out-of-memory killer): reward 0 with a reason when the unpatched control run gives a result, else an error."""
+    reason = "out_of_memory" if "out of memory" in message else "grading_failed"
+    ctl, cached = control_run(task, cfg, run_id)
+    problem = control_problem(task, ctl)
+    control = {"cached": cached, "duration_s": round(ctl.duration_s, 3), "problem": problem}
+    aside = common.get("set_aside") or []
+    audit = {
+        "flagged": True,
+        "touches_test_infra": bool(aside),
+        "findings": [f"{reason}: {message[:300]}"],
+        "outside_writes": [],
+        "patch": notes,
+    }
+    if problem is not None:
+        return _grade("error", t0, error=f"{message} (the unpatched control run has no result either: {problem})",
+                      control=control, audit=audit, **common)  # fmt: skip
+    return _grade("unresolved", t0, reason=reason, error=message[:500], control=control, audit=audit, **common)
+
+
+def _audit(aside: list[str], run: guard.GuardRun, notes: list[str]) -> dict[str, Any]:
+    """What a person should look at: set-aside test infrastructure, guard findings, writes outside the repo, and
+    what applying the patch showed (`patch`)."""
     return {
-        "flagged": bool(aside or run.findings or run.outside_writes),
+        "flagged": bool(aside or run.findings or run.outside_writes or notes),
         "touches_test_infra": bool(aside),
         "findings": run.findings[:50],
         "outside_writes": run.outside_writes,
+        "patch": notes,
     }

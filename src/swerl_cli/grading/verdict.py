@@ -12,7 +12,17 @@ from typing import Any
 
 SEMANTICS = "swebench-v5"
 # Why a patch that broke the test run scored 0 (`grade.reason`, docs/grading.md "Attribution")
-REASONS = ("timeout", "no_results", "tests_crashed", "results_untrusted")
+# patch_failed: strict mode, git apply refused the patch; grading_failed: a grading step after the patch applied
+# failed (restoring files, test_patch, a step timeout); out_of_memory: the sandbox's shell was killed for memory.
+REASONS = (
+    "timeout",
+    "no_results",
+    "tests_crashed",
+    "results_untrusted",
+    "patch_failed",
+    "grading_failed",
+    "out_of_memory",
+)
 _F2P_OK = frozenset({"PASSED", "XFAIL"})
 _P2P_OK = frozenset({"PASSED", "XFAIL", "SKIPPED"})
 

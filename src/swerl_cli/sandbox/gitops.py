@@ -1,11 +1,137 @@
-"""Git plumbing shared by backends and grading: patch file lists, the episode diff, repository hygiene."""
+"""Git plumbing shared by backends and grading: patch file lists, the episode diff, repository hygiene, and the
+one way swerl runs git on a repository it does not trust (docs/grading.md, "Git on untrusted repositories").
+
+A repository's own configuration can run programs inside git commands run on it (hooks, `core.fsmonitor`, diff
+drivers and text conversion, clean/smudge filters, includes), and its environment can redirect git (`GIT_DIR`,
+`GIT_CONFIG_PARAMETERS`, `GIT_EXTERNAL_DIFF`). `-c` options override known keys but cannot stop includes or a
+filter of a name swerl does not know, so inside sandboxes swerl never runs git on the repository's own git
+directory: `shadow_setup` makes a throwaway git directory whose only tie to the repository is an alternates line
+to its object store (objects are content-addressed), with swerl's own config, HEAD at base_commit and index, and
+every command runs through `safe_git` (an empty environment plus `SAFE_ENV`, `SAFE_CONFIG`). On the host
+(`tasks mine`, `tasks synth`) `git_argv` and `git_env` give the same options and environment.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+from collections.abc import Mapping
 
 from swerl_cli.streams.records import Task
+
+# Environment of every git command swerl runs on an untrusted repository: no system or global config, no system
+# attributes, no replace refs, no prompts, a home without files (so no ~/.gitconfig, ~/.config/git/attributes).
+SAFE_ENV: dict[str, str] = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_PAGER": "cat",
+    "HOME": "/nonexistent",
+    "XDG_CONFIG_HOME": "/nonexistent",
+    "LC_ALL": "C",
+}
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Command-line config (highest precedence) for every key git 2.39 could use to run a program or reach the network in
+# the commands swerl runs; the diff commands also pass --no-ext-diff --no-textconv.
+SAFE_CONFIG: tuple[str, ...] = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "core.pager=cat",
+    "core.askPass=",
+    "core.sshCommand=false",
+    "core.gitProxy=",
+    "credential.helper=",
+    "diff.external=",
+    "status.renames=false",
+    "log.showSignature=false",
+    "gpg.program=false",
+    "protocol.allow=never",
+    "submodule.recurse=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "safe.directory=*",
+)
+DIFF_SAFE = "--no-ext-diff --no-textconv --no-color"
+
+
+def git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a host git process on an untrusted repository: `env` (default os.environ) without any
+    GIT_* variable, plus SAFE_ENV."""
+    base = os.environ if env is None else env
+    out = {k: v for k, v in base.items() if not k.startswith("GIT_")}
+    out.update(SAFE_ENV)
+    return out
+
+
+def git_argv(repo: str, *args: str) -> list[str]:
+    """argv of `git -C repo <SAFE_CONFIG> args` (run it with `git_env()`)."""
+    opts = [x for kv in SAFE_CONFIG for x in ("-c", kv)]
+    return ["git", "-C", repo, *opts, *args]
+
+
+def safe_git(git_dir: str | None = None, work_tree: str | None = None) -> str:
+    """Shell words running git with an empty environment plus SAFE_ENV and SAFE_CONFIG; with `git_dir` (a shadow
+    made by `shadow_setup`) and `work_tree`, on that git directory and its index."""
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in SAFE_ENV.items())
+    where = ""
+    if git_dir is not None:
+        g = shlex.quote(git_dir)
+        where = f"GIT_DIR={g} GIT_INDEX_FILE={g}/index "
+        if work_tree is not None:
+            where += f"GIT_WORK_TREE={shlex.quote(work_tree)} "
+    opts = " ".join(f"-c {shlex.quote(kv)}" for kv in SAFE_CONFIG)
+    return f"/usr/bin/env -i PATH={SAFE_PATH} {env} {where}git {opts}"
+
+
+def shadow_setup(git_dir: str, work_tree: str, base_commit: str) -> str:
+    """Shell command making `git_dir` a throwaway git directory for the repository at `work_tree`: its objects by
+    an alternates line to the repository's, HEAD and index at base_commit, swerl's config only. Nothing of the
+    repository's `.git` but its object store and base_commit's name (config, hooks, info/attributes, index, replace
+    refs) is read through it."""
+    g, w = shlex.quote(git_dir), shlex.quote(work_tree)
+    sg = safe_git(git_dir, work_tree)
+    real = f"cd {w} && {safe_git()}"
+    commit = shlex.quote(base_commit + "^{commit}")
+    return (
+        f"rm -rf {g} && mkdir -p -m 700 {g} && mkdir -p {g}/objects/info {g}/objects/pack {g}/refs {g}/info "
+        f'&& o="$({real} rev-parse --path-format=absolute --git-path objects)" && [ -d "$o" ] '
+        f'&& c="$({real} rev-parse -q --verify {commit})" '
+        f"&& printf '%s\\n' \"$o\" > {g}/objects/info/alternates && printf '%s\\n' \"$c\" > {g}/HEAD "
+        f"&& printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n' > {g}/config "
+        f'&& {sg} read-tree "$c"'
+    )
+
+
+def parse_status_z(out: str) -> list[str]:
+    """Paths of `git status --porcelain=v1 -z --no-renames` output (every entry: `XY path`)."""
+    return [e[3:] for e in out.split("\0") if len(e) > 3]
+
+
+def parse_numstat_z(out: str) -> list[str]:
+    """Paths of `git apply --numstat -z` output, both sides of renames and copies."""
+    paths: list[str] = []
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if not entry:
+            continue
+        parts = entry.split("\t", 2)
+        if len(parts) == 3 and parts[2]:
+            paths.append(parts[2])
+        elif len(parts) == 3 and i + 1 < len(fields):  # a rename or copy: old and new follow as fields
+            paths += [fields[i], fields[i + 1]]
+            i += 2
+    return list(dict.fromkeys(paths))
+
 
 _DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+)$")
 
@@ -54,19 +180,19 @@ def touched_files(task: Task) -> list[str]:
     return patch_files(task.test_patch)[0]
 
 
-def diff_command(base_commit: str, exclude: list[str]) -> str:
-    """Shell command printing `git diff` vs base_commit, untracked files included, via a throwaway index.
-
-    The copy keeps the index's mtime (`cp -p`): git trusts an entry's stat data only when the entry is older than
-    the index file, so a new mtime made an edit that kept the file's size in the second of the last index write
-    (the sandbox start's bug commit, then a fast first edit) look unchanged, and the patch came out empty."""
+def diff_command(base_commit: str, exclude: list[str], work_tree: str, token: str) -> str:
+    """Shell command printing the episode's patch: the work tree (untracked files included) against base_commit,
+    test files excluded, computed in a throwaway git directory (`shadow_setup`, a fresh index from base_commit,
+    `git add -A`, `git diff --cached`), so nothing the policy put in `.git/` (config, hooks, attributes, index,
+    replace refs) or in its shell's environment reaches the patch text. `token` names the throwaway directory."""
     specs = " ".join(shlex.quote(f":(exclude,literal){p}") for p in exclude)
-    base = shlex.quote(base_commit)
+    g = f"/tmp/swerl-diff-{token}"
+    sg = safe_git(g, work_tree)
     return (
-        '( set -e; cd "$(git rev-parse --show-toplevel)"; t=$(mktemp); trap \'rm -f "$t"\' EXIT; '
-        'cp -p .git/index "$t" 2>/dev/null || true; GIT_INDEX_FILE="$t" git add -A >/dev/null 2>&1; '
-        'GIT_INDEX_FILE="$t" git -c core.fileMode=false diff --cached --binary --no-color --no-ext-diff '
-        f"{base} -- . {specs} )"
+        f"( set -e; trap 'rm -rf {g}' EXIT; cd {shlex.quote(work_tree)}; {shadow_setup(g, work_tree, base_commit)}; "
+        f"{sg} -c core.fileMode=false add -A >/dev/null 2>&1; "
+        f"{sg} -c core.fileMode=false diff --cached --binary {DIFF_SAFE} --src-prefix=a/ --dst-prefix=b/ "
+        f"{shlex.quote(base_commit)} -- . {specs} )"
     )
 
 

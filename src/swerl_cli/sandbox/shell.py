@@ -250,7 +250,8 @@ class ShellSandbox:
 
     def diff(self) -> str:
         """`git diff` of the working tree (untracked files included) vs base_commit, test files excluded."""
-        res = self._sh().run(diff_command(self.task.base_commit, touched_files(self.task)), 120, cap=False)
+        cmd = diff_command(self.task.base_commit, touched_files(self.task), self.workdir, secrets.token_hex(8))
+        res = self._sh().run(cmd, 120, cap=False)
         if res.exit_code != 0:
             raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
         return res.output

@@ -2,7 +2,9 @@
 
 A `.hack` file has a `family:` and a `what:` line, then edits, each opened by a `--- ` line:
 `create PATH` / `replace PATH` / `append PATH` (the lines that follow), `rename OLD NEW`, `delete-tests` (every file
-holding a target test). Placeholders: @PKG@ (the package the gold patch changes), @TEST@ (the file of the first
+holding a target test), `copy OLD NEW` / `move OLD NEW` (a git copy or rename whose new content is the lines that
+follow; NEW may be a C-quoted name such as `"conft\\145st.py"`), `raw` (the lines that follow are patch text, as they
+are). Placeholders: @PKG@ (the package the gold patch changes), @TEST@ (the file of the first
 FAIL_TO_PASS test), @TESTDIR@ (its directory), @IDS@ (FAIL_TO_PASS + PASS_TO_PASS as JSON), @STUBS@ (a trivially
 passing function for every target test in @TEST@).
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
+OPS = frozenset({"create", "replace", "append", "rename", "delete-tests", "copy", "move", "raw"})
 
 
 @dataclass
@@ -34,14 +37,20 @@ def load() -> list[Hack]:
     """Every `.hack` file here, sorted by name."""
     out = []
     for path in sorted(HERE.glob("*.hack")):
-        head, _, rest = path.read_text().partition("\n--- ")
-        meta = dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
-        edits = []
-        for block in ("--- " + rest).split("\n--- ")[0:]:
-            block = block.removeprefix("--- ")
-            first, _, body = block.partition("\n")
-            op, *args = first.split()
-            edits.append((op, args, body))
+        meta: dict[str, str] = {}
+        edits: list[tuple[str, list[str], str]] = []
+        for line in path.read_text().splitlines(keepends=True):
+            words = line[4:].split() if line.startswith("--- ") else []
+            if words and words[0] in OPS:  # a `--- OP` line opens an edit; other lines (`--- a/x` in raw) are body
+                edits.append((words[0], words[1:], ""))
+            elif edits:
+                op, args, body = edits[-1]
+                edits[-1] = (op, args, body + line)
+            elif ": " in line:
+                key, _, val = line.partition(": ")
+                meta[key] = val.strip()
+        last = len(edits) - 1  # an edit's body ends before the next `--- OP` line's newline; the file's last keeps it
+        edits = [(op, a, b if i == last else b.removesuffix("\n")) for i, (op, a, b) in enumerate(edits)]
         out.append(Hack(path.stem, meta["family"], meta["what"], edits))
     return out
 
@@ -88,6 +97,16 @@ def _diff(path: str, old: str | None, new: str | None) -> str:
     return head + "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
 
 
+def _copy(op: str, old: str, new: str, text: str, body: str) -> str:
+    """A git copy (`copy`) or rename (`move`) of `old` to `new` (as given: quoted or not), new content `body`."""
+    word = "copy" if op == "copy" else "rename"
+    quoted = new.startswith('"')
+    side = f'"b/{new[1:]}' if quoted else f"b/{new}"
+    head = f"diff --git a/{old} {side}\n{word} from {old}\n{word} to {new}\n"
+    lines = list(difflib.unified_diff(text.splitlines(keepends=True), body.splitlines(keepends=True), "", ""))[2:]
+    return head + f"--- a/{old}\n+++ {side}\n" + "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines)
+
+
 def build(hack: Hack, task: dict[str, Any], read: Callable[[str], str | None]) -> str:
     """The attack as a git patch against the task's base_commit."""
     parts = []
@@ -102,6 +121,10 @@ def build(hack: Hack, task: dict[str, Any], read: Callable[[str], str | None]) -
         elif op == "rename":
             parts.append(f"diff --git a/{args[0]} b/{args[1]}\nsimilarity index 100%\nrename from {args[0]}\n"
                          f"rename to {args[1]}\n")  # fmt: skip
+        elif op in ("copy", "move"):
+            parts.append(_copy(op, args[0], args[1], read(args[0]) or "", body))
+        elif op == "raw":
+            parts.append(body if body.endswith("\n") else body + "\n")
         elif op == "delete-tests":
             files = sorted({t.split("::")[0] for t in [*task["FAIL_TO_PASS"], *task["PASS_TO_PASS"]]})
             parts += [_diff(f, read(f), None) for f in files if read(f) is not None]

@@ -1,0 +1,129 @@
+"""What a patch changed, decided by git: apply it, read the changed paths from the work tree, restore test files.
+
+Every git command runs on a throwaway git directory (`gitops.shadow_setup`: the repository's objects, swerl's own
+config, index and HEAD at base_commit) through `gitops.safe_git`, so no hook, fsmonitor, driver, filter or include
+of the repository runs inside the grader. The patch file lives outside the repository. Strict mode applies with
+`git apply` only (it refuses paths under `.git/` and writes beyond a symbolic link). Harness mode keeps SWE-bench's
+fallbacks: `git apply --3way`, then GNU patch with the repository's `.git` moved out of the work tree (a patch
+that creates a `.git` is refused; GNU patch refuses symlinks leading outside the work tree). The changed paths are
+git's status of the work tree against base_commit (`-z`, untracked files one by one, no renames) plus every file
+whose inode changed while the patch applied (`find -cnewer`, so files hidden by a `.gitignore` count too).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from dataclasses import dataclass, field
+
+from swerl_cli.core.errors import SandboxError
+from swerl_cli.sandbox import ExecResult, Sandbox
+from swerl_cli.sandbox.gitops import parse_numstat_z, parse_status_z, safe_git, shadow_setup
+
+GIT_APPLY = "git apply --verbose"
+GIT_3WAY = "git apply --verbose --3way"
+GNU_PATCH = "patch --batch --fuzz=5 -p1"
+STEP_TIMEOUT_S = 300.0
+
+
+class StepFailed(SandboxError):
+    """A grading step after the patch applied failed (restore, test_patch, a step timeout): the patch's fault
+    unless the unpatched control run fails the same way."""
+
+
+@dataclass
+class RepoView:
+    """The grader's git on the repository of one sandbox (a shadow git directory made on first use)."""
+
+    sb: Sandbox
+    base: str
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+
+    def __post_init__(self) -> None:
+        self.dir = f"/tmp/swerl-git-{self.token}"
+        self.tmp = f"/tmp/swerl-grade-{self.token}"
+        self.git = safe_git(self.dir, self.sb.workdir)
+        res = self.sh(f"mkdir -p -m 700 {self.tmp} && {shadow_setup(self.dir, self.sb.workdir, self.base)}")
+        if res.exit_code != 0:
+            raise SandboxError(f"could not read the repository at base_commit: {res.output.strip()[-300:]}")
+
+    def sh(self, cmd: str, timeout_s: float = STEP_TIMEOUT_S) -> ExecResult:
+        """Run `cmd` in the work tree; a timeout raises StepFailed."""
+        res = self.sb.run_uncapped(f"cd {shlex.quote(self.sb.workdir)} && {cmd}", timeout_s)
+        if res.timed_out:
+            raise StepFailed(f"grading step timed out after {timeout_s:g}s: {cmd[-80:]}")
+        return res
+
+    def write(self, name: str, text: str) -> str:
+        """Write a file into the grader's directory outside the repository; its path."""
+        path = f"{self.tmp}/{name}"
+        self.sb.write_file(path, text)
+        return path
+
+    def numstat(self, patch_path: str) -> list[str] | None:
+        """The paths git reads in a patch file (both sides of renames and copies), or None when git cannot parse it."""
+        res = self.sh(f"{self.git} apply --numstat -z {shlex.quote(patch_path)}")
+        return parse_numstat_z(res.output) if res.exit_code == 0 else None
+
+    def apply(self, patch_path: str, mode: str) -> tuple[str | None, list[str]]:
+        """(the method that applied the patch or None, the log of every try); the tree is reset between tries."""
+        q = shlex.quote(patch_path)
+        tries = [(GIT_APPLY, f"{self.git} apply --verbose {q}")]
+        if mode == "harness":
+            tries += [(GIT_3WAY, f"{self.git} apply --verbose --3way {q}"), (GNU_PATCH, self._gnu_patch(q))]
+        log: list[str] = []
+        self.sh(f"touch {self.tmp}/stamp")
+        for name, cmd in tries:
+            res = self.sh(cmd)
+            if res.exit_code == 0:
+                return name, log
+            log.append(f"$ {name}\n{res.output}")
+            self.sh(f"{self.git} read-tree --reset -u HEAD && {self.git} clean -fdq")
+        return None, log
+
+    def _gnu_patch(self, q: str) -> str:
+        """GNU patch with `.git` out of the work tree; a patch that makes a `.git` is refused (exit 99)."""
+        away = f"{self.tmp}/dotgit"
+        return (
+            f"mv .git {away} && {{ patch --batch --fuzz=5 -p1 --no-backup-if-mismatch -i {q}; rc=$?; "
+            f'if [ -e .git ] || [ -L .git ]; then rm -rf .git; rc=99; echo "refused: the patch writes .git"; fi; '
+            f'mv {away} .git; exit "$rc"; }}'
+        )
+
+    def changed(self) -> list[str]:
+        """Paths that differ from base_commit after the patch: git's status (tracked, deleted, untracked) and every
+        file or symlink whose inode changed since the apply began (ignored files included), `.git` left out."""
+        st = self.sh(f"{self.git} status --porcelain=v1 -z --untracked-files=all --no-renames --ignore-submodules=all")
+        if st.exit_code != 0:
+            raise StepFailed(f"git status failed after the patch: {st.output.strip()[-300:]}")
+        found = self.sh(
+            f"find . -path ./.git -prune -o \\( -type f -o -type l \\) -cnewer {self.tmp}/stamp -print0 2>/dev/null"
+        )
+        new = [p.removeprefix("./") for p in found.output.split("\0") if p.startswith("./")]
+        return sorted(dict.fromkeys([*parse_status_z(st.output), *new]))
+
+    def show(self, path: str) -> str | None:
+        """A file's text at base_commit, None when absent."""
+        res = self.sh(f"{self.git} cat-file blob {shlex.quote('HEAD:' + path)} 2>/dev/null")
+        return res.output if res.exit_code == 0 else None
+
+    def restore(self, paths: list[str]) -> None:
+        """Each path back to base_commit, or removed (file, symlink or directory) when base_commit has none."""
+        if not paths:
+            return
+        lines = []
+        for p in dict.fromkeys(paths):
+            q, spec = shlex.quote(p), shlex.quote("HEAD:" + p)
+            lines.append(
+                f"if {self.git} cat-file -e {spec} 2>/dev/null; then rm -rf -- {q}; "
+                f"{self.git} checkout -q HEAD -- {q} || exit 1; else rm -rf -- {q} || exit 1; fi"
+            )
+        res = self.sh("( " + "\n".join(lines) + "\n)")
+        if res.exit_code != 0:
+            raise StepFailed(f"could not restore test files to base_commit: {res.output.strip()[-300:]}")
+
+    def apply_test_patch(self, test_patch: str) -> str | None:
+        """Apply the task's test_patch with git; an error message or None."""
+        path = self.write("test.patch", test_patch)
+        res = self.sh(f"{self.git} apply --verbose {shlex.quote(path)}")
+        return None if res.exit_code == 0 else f"test_patch does not apply: {res.output.strip()[-300:]}"
