@@ -9,17 +9,21 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
+from swerl_cli.cli._paths import (  # noqa: F401  (re-exported: the commands import them from here)
+    check_checkpoint_dir,
+    check_output_target,
+    check_path_flags,
+    check_training_paths,
+    flag_name,
+    training_records,
+)
 from swerl_cli.core.errors import EXIT_INTERRUPTED, SwerlError, UsageError, missing_dependency
-
-if TYPE_CHECKING:
-    from swerl_cli.streams.records import Located
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,6 +95,7 @@ def boundary(name: str) -> Callable[[F], F]:
             try:
                 guard_std_streams()
                 check_finite_flags(kwargs, fn)
+                check_path_flags(kwargs, fn)
                 return fn(*args, **kwargs)
             except SwerlError as err:
                 if debug_enabled():
@@ -127,22 +132,8 @@ def check_finite_flags(params: dict[str, Any], fn: Callable[..., Any] | None = N
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, float) and not math.isfinite(v):
-                flag = _flag(fn, name) if fn is not None else f"--{name.replace('_', '-')}"
+                flag = flag_name(fn, name) if fn is not None else f"--{name.replace('_', '-')}"
                 raise UsageError(f"{flag}: must be a finite number; got {v}")
-
-
-def _flag(fn: Callable[..., Any], param: str) -> str:
-    """The long flag of `fn`'s parameter `param` as its option declares it (`idle_timeout_s` is `--idle-timeout`)."""
-    import inspect
-
-    annotation = inspect.signature(fn, eval_str=True).parameters[param].annotation
-    for info in getattr(annotation, "__metadata__", ()):
-        # an Option in Annotated keeps its first name in `default` (typer moves it to the names when it builds)
-        names = [info.default, *(getattr(info, "param_decls", None) or ())]
-        for name in names:
-            if isinstance(name, str) and name.startswith("--"):
-                return name.split("/")[0]
-    return f"--{param.replace('_', '-')}"
 
 
 class _ClosedStream:
@@ -204,49 +195,6 @@ def guard_std_streams() -> None:
 OVERWRITE = Annotated[
     bool, typer.Option("--overwrite", help="Replace an existing --output that is not a swerl checkpoint.")
 ]
-
-
-def check_training_paths(
-    model: str, output: str, metrics: str | None, inputs: list[str] | None, *, overwrite: bool
-) -> None:
-    """rft and dapo, before any work: a local --model is a usable model directory (model_dir.py, collect's rule);
-    --output is absent, empty or a swerl checkpoint (`check_checkpoint_dir`); --metrics is not an input."""
-    from swerl_cli.core.model_dir import check_model_dir
-    from swerl_cli.streams.outputs import refuse_own_input
-
-    check_checkpoint_dir(output, overwrite=overwrite)
-    if metrics:
-        refuse_own_input("--metrics", metrics, inputs or [])
-    check_model_dir(model)
-
-
-def training_records(inputs: list[str] | None) -> Iterator[Located]:
-    """rft and dapo: the records of `inputs` (stdin with none); under a multi-process launcher every rank reads
-    the data, so stdin is refused there."""
-    from swerl_cli.core.errors import ConfigError
-    from swerl_cli.streams.jsonl import read_many
-    from swerl_cli.training import dist
-
-    if dist.world_size() > 1 and (not inputs or "-" in inputs):
-        raise ConfigError("under a multi-process launcher every rank reads the data: pass input files, not stdin")
-    return read_many(inputs or [])
-
-
-def check_checkpoint_dir(path: str, *, overwrite: bool) -> None:
-    """A training `--output` may be absent, empty or a swerl checkpoint (replaced when the run ends); anything else
-    is refused unless --overwrite, so a typo cannot delete an unrelated directory."""
-    from swerl_cli.core.errors import UsageError
-
-    p = Path(path)
-    if overwrite or not p.exists():
-        return
-    if not p.is_dir():
-        raise UsageError(f"--output {path} is a file, not a checkpoint directory; choose another path or --overwrite")
-    if any(p.iterdir()) and not (p / "swerl_run_config.json").is_file():
-        raise UsageError(
-            f"--output {path} is a non-empty directory that is not a swerl checkpoint (no swerl_run_config.json); "
-            "it would be deleted: choose another path or pass --overwrite"
-        )
 
 
 _terminated_by: int | None = None

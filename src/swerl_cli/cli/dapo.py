@@ -60,7 +60,7 @@ def _dapo(
     follow_options: Flags | None = None,
 ) -> None:
     from swerl_cli.core.config import resolve_config
-    from swerl_cli.core.errors import ConfigError
+    from swerl_cli.core.errors import UsageError
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training.dapo import run_dapo
@@ -68,10 +68,11 @@ def _dapo(
 
     cfg = resolve_config(DapoConfig, config, **(flags or {}))
     if not cfg.model or not cfg.output:
-        raise ConfigError("--model CKPT_k and --output CKPT_k+1 are both required")
+        raise UsageError("--model CKPT_k and --output CKPT_k+1 are both required (the checkpoint to update, and where)")
     if Path(cfg.output).resolve() != Path(cfg.model).resolve() and not follow:  # output == model: run_dapo says so
         check_training_paths(cfg.model, cfg.output, cfg.metrics, inputs, overwrite=overwrite)
     if follow:
+        _check_follow_flags(follow_options or {})
         opts = FollowOptions(cfg.model, cfg.output, **(follow_options or {}))
         _follow(inputs or ["-"], cfg, opts)
         return
@@ -82,6 +83,21 @@ def _dapo(
         if summary is not None:  # ranks other than 0 return None
             with open_output(None) as out:
                 out.write(summary)
+
+
+def _check_follow_flags(flags: Flags) -> None:
+    """--follow's counts and times are in range (exit 2): a negative --idle-timeout would never end the wait."""
+    from swerl_cli.core.errors import UsageError
+
+    least = {"idle_timeout_s": ("--idle-timeout", 0), "max_updates": ("--max-updates", 1)}
+    least |= {"groups_per_update": ("--groups-per-update", 1), "max_staleness": ("--max-staleness", 0)}
+    for name, (flag, low) in least.items():
+        value = flags.get(name)
+        if value is not None and value < low:
+            raise UsageError(f"{flag}: must be >= {low}; got {value}")
+    decay = flags.get("stale_decay")
+    if decay is not None and not 0 < decay <= 1:
+        raise UsageError(f"--stale-decay: a weight 0 < D <= 1; got {decay}")
 
 
 def _follow(inputs: list[str], cfg: DapoConfig, opts: FollowOptions) -> None:

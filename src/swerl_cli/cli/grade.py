@@ -7,7 +7,7 @@ from typing import Annotated
 import orjson
 import typer
 
-from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, err_console
+from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, check_output_target, err_console
 from swerl_cli.cli._flags import Flags, config_options
 from swerl_cli.cli._images import apply_images, resolve_job_config, worker_images
 from swerl_cli.executor import node_label, open_executor
@@ -53,6 +53,7 @@ def _grade(
     skipped: list[str] = []
     inputs = inputs or []
     if report:  # before any grading: a --report that is an input (or the -o file) is refused, nothing touched
+        check_output_target("--report", report)
         refuse_own_input("--report", report, [*inputs, *([tasks] if tasks else []), *([output] if output else [])])
     # The cluster is joined before the output is touched: an unreachable one writes nothing.
     executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-grade", setup=worker_images(cfg))

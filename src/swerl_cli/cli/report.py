@@ -44,6 +44,7 @@ def _report(
     from swerl_cli.report.page import render_page
     from swerl_cli.streams.outputs import open_output
 
+    _check_numbers(max_chars, l_thr, t_max)
     # The output contract of every command (outputs.py): an input as output refused, a device or FIFO written in
     # place, a symlink written through to its target, a regular file replaced atomically when the page is done, a
     # directory or unwritable path one line. Opened before the (long) build, so those fail before it.
@@ -55,6 +56,21 @@ def _report(
     err_console.print(
         f"report: {len(data.index)} records, {len(data.iterations)} iterations -> {output} ({size:.1f} MB)"
     )
+
+
+def _check_numbers(max_chars: int, l_thr: int | None, t_max: int | None) -> None:
+    """Values that mean nothing are usage errors (exit 2): a negative length, a penalty that starts before turn 0 or
+    never ends (Eq. 4 divides by T_max - L_thr)."""
+    from swerl_cli.core.errors import UsageError
+
+    if max_chars < 0:
+        raise UsageError(f"--max-chars: must be >= 0 (characters kept per message); got {max_chars}")
+    if l_thr is not None and l_thr < 0:
+        raise UsageError(f"--l-thr: must be >= 0 (the turn from which the step penalty applies); got {l_thr}")
+    if t_max is not None and t_max < 1:
+        raise UsageError(f"--t-max: must be >= 1 (the run's max turns); got {t_max}")
+    if l_thr is not None and t_max is not None and t_max <= l_thr:
+        raise UsageError(f"--t-max {t_max} must exceed --l-thr {l_thr} (the penalty divides by T_max - L_thr)")
 
 
 def _files_read(inputs: list[str]) -> list[str]:

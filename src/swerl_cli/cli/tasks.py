@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +16,9 @@ from swerl_cli.sandbox import DEFAULT_BACKEND
 from swerl_cli.streams.jsonl import read_many
 from swerl_cli.streams.outputs import open_output
 from swerl_cli.tasks.importers import dataset_names
+
+if TYPE_CHECKING:
+    from swerl_cli.streams.records import Located
 
 app = typer.Typer(
     help="Import SWE-bench-style rows as task records, pull or build task images, validate tasks.",
@@ -87,11 +91,11 @@ def _build(
     allow_source: ALLOW_SOURCE = None,
     sandbox: Annotated[str, typer.Option(help="Engine the images are built in: docker or podman.")] = DEFAULT_BACKEND,
 ) -> None:
-    from swerl_cli.core.errors import ConfigError, RowsFailedError
+    from swerl_cli.core.errors import RowsFailedError, UsageError
     from swerl_cli.sandbox.build import check_base
 
     if network not in ("none", "host"):
-        raise ConfigError(f"--network must be none or host; got {network!r}")
+        raise UsageError(f"--network must be none or host; got {network!r}")
     rows = list(read_many(inputs or []))  # a file that is not JSON Lines stops here, before any build
     check_base(base, sandbox)  # no engine or no base image: the run's failure (exit 1), not every row's
     failed: list[str] = []
@@ -146,17 +150,19 @@ def _validate(
     resume: Annotated[bool, typer.Option("--resume", help="With -o: skip tasks already in the output file.")] = False,
     flags: Flags | None = None,
 ) -> None:
-    from swerl_cli.core.errors import ConfigError
+    from swerl_cli.core.errors import UsageError
     from swerl_cli.executor import open_executor
     from swerl_cli.grading.validate import split_tasks, validate_tasks
     from swerl_cli.sandbox import uses_images
     from swerl_cli.tasks.fields import RowFailures
 
     if repeats < 1:
-        raise ConfigError(f"--repeats must be >= 1; got {repeats}")
+        raise UsageError(f"--repeats must be >= 1; got {repeats}")
     cfg = resolve_job_config(GradeConfig, config, flags)
     apply_images(cfg, "tasks validate")
-    tasks, refused = split_tasks(read_many(inputs or []), uses_images(cfg.sandbox))  # refused rows: exit 4 at the end
+    tasks, refused = split_tasks(
+        _once(read_many(inputs or [])), uses_images(cfg.sandbox)
+    )  # refused rows: exit 4 at the end
     executor = open_executor(
         cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate", setup=worker_images(cfg)
     )  # before any output
@@ -175,6 +181,18 @@ def _validate(
     skipped = f" ({total - out.count} already in the output)" if out.count < total else ""
     err_console.print(f"swerl tasks validate: {out.count - invalid} valid, {invalid} invalid{skipped}")
     failures.check()  # exit 4 when some rows were refused (each has its record)
+
+
+def _once(rows: Iterator[Located]) -> Iterator[Located]:
+    """The rows, each instance_id once: a task listed twice is one line naming both places (exit 3), before any
+    sandbox starts (the duplicate-id rule of docs/records.md), not validated twice and written twice."""
+    from swerl_cli.streams.records import UniqueIds
+
+    ids = UniqueIds()
+    for loc in rows:
+        iid = loc.obj.get("instance_id") if isinstance(loc.obj, dict) else None
+        ids.check(loc, iid if isinstance(iid, str) else None, "instance_id")
+        yield loc
 
 
 def _report(rec: dict[str, Any], repeats: int) -> None:

@@ -13,6 +13,7 @@ from swerl_cli.executor import JobSettings
 from swerl_cli.policy import BACKENDS as POLICIES
 from swerl_cli.policy import DEFAULT_POLICY
 from swerl_cli.policy.base import Sampling
+from swerl_cli.policy.checks import check_base_url, check_device_name
 from swerl_cli.policy.engine_size import DTYPES
 from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, choices
 
@@ -33,9 +34,13 @@ class CollectConfig(JobSettings):
     """Everything `swerl collect` needs; flags are the kebab-case twins of these fields."""
 
     # Fields with `flag(...)` are flags of `swerl collect`, in this order in its --help; the rest are YAML only.
-    policy: str = flag(DEFAULT_POLICY, f"Policy backend: {', '.join(POLICIES)}.")
+    policy: str = flag(
+        DEFAULT_POLICY, f"Policy backend: {', '.join(POLICIES)} (the default, {DEFAULT_POLICY}, needs --base-url)."
+    )
     model: str | None = flag(None, "Model name (openai) or checkpoint directory (hf, vllm).")
-    base_url: tuple[str, ...] = flag((), "OpenAI-compatible base URL (…/v1); repeat to spread load.")
+    base_url: tuple[str, ...] = flag(
+        (), "OpenAI-compatible base URL (http(s)://…/v1), required by the openai policy; repeat to spread load."
+    )
     replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
     gold_mistakes: float = flag(
         0.0,
@@ -83,7 +88,7 @@ class CollectConfig(JobSettings):
     )
     request_timeout_s: float = flag(600.0, "Hard timeout of one policy request.")
     max_retries: int = flag(5, "Retries of a failed policy request (429/5xx/connection).")
-    device: str = flag("cpu", "Device of the hf policy (cpu, cuda).")
+    device: str = flag("cpu", "Device of the hf policy (cpu, cuda, cuda:N).")
     dtype: str = flag(  # the sampler's (hf, vllm)
         "auto",
         "Sampler dtype of the hf and vllm policies: auto (default: the trainer's, fp32 on CPU, bf16 on CUDA), "
@@ -134,6 +139,15 @@ class CollectConfig(JobSettings):
             raise ConfigError(f"field 'memory_mb': must be >= 64; got {self.memory_mb}")
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
+        if self.policy not in POLICIES:
+            raise ConfigError(f"field 'policy': {self.policy!r} is not one of {', '.join(POLICIES)}")
+        for url in self.base_url:
+            check_base_url(url)
+        check_device_name(self.device)
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError(
+                f"field 'gpu_memory_utilization': a share of GPU memory, 0 < x <= 1; got {self.gpu_memory_utilization}"
+            )
         self.shard_index()
 
     def shard_index(self) -> tuple[int, int] | None:

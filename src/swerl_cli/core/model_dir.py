@@ -1,17 +1,23 @@
 """One rule for `--model` (collect's hf and vllm policies, rft, dapo, check-template), checked before any work.
 
 A name that looks like a path (`./m`, `/m`, `~/m`, `a/b/c`), or names an existing directory, must be a usable
-`save_pretrained` directory: config.json a JSON object, weights present (`*.safetensors` with a readable header,
-or `pytorch_model*.bin`), and a tokenizer (tokenizer.json, tokenizer.model, vocab.json or tokenizer_config.json).
-Anything else is one ConfigError line (exit 3) naming what is missing. Other names are hub ids, left to the loader.
+`save_pretrained` directory: config.json a JSON object whose `model_type` the installed transformers (or vLLM) knows
+(unless `auto_map` brings its own code), weights present (`*.safetensors` whose header is JSON and whose tensors lie
+within the file, or `pytorch_model*.bin`), and a tokenizer (tokenizer.json, which must parse as JSON,
+tokenizer.model, vocab.json or tokenizer_config.json). Anything else is one ConfigError line (exit 3) naming what is
+wrong. Other names are hub ids, left to the loader. The checks read headers and small files only and import neither
+torch nor transformers (`known_model_types` reads the model-type tables from their source files).
 
 `load_tokenizer` is the one tokenizer loader of the trainers and the policies (transformers imported inside it).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -71,6 +77,13 @@ def _problem(path: Path) -> str | None:
         return f"config.json is not readable JSON ({str(e).splitlines()[0][:120]})"
     if not isinstance(obj, dict):
         return "config.json is not a JSON object"
+    model_type = obj.get("model_type")
+    known = known_model_types()
+    if known and "auto_map" not in obj and isinstance(model_type, str) and model_type not in known:
+        return (
+            f"config.json: model_type {model_type!r} is not a model type the installed transformers knows "
+            "(a newer transformers, or a checkpoint that names its own code in auto_map, is needed)"
+        )
     shards = sorted(path.glob("*.safetensors"))
     if not shards and not any(path.glob("pytorch_model*.bin")):
         return "no weights (*.safetensors or pytorch_model*.bin)"
@@ -80,7 +93,44 @@ def _problem(path: Path) -> str | None:
             return f"{shard.name} is not a safetensors file ({bad})"
     if not any((path / f).is_file() for f in _TOKENIZER_FILES):
         return f"no tokenizer (none of {', '.join(_TOKENIZER_FILES)})"
+    tokenizer = path / "tokenizer.json"
+    if tokenizer.is_file():
+        try:
+            if not isinstance(json.loads(tokenizer.read_bytes()), dict):
+                return "tokenizer.json is not a JSON object"
+        except (OSError, ValueError) as e:
+            return f"tokenizer.json is not readable JSON ({str(e).splitlines()[0][:120]})"
     return None
+
+
+# `("qwen2", "Qwen2Config")` in transformers' tables, `qwen2="Qwen2Config"` in vLLM's registry
+_TYPE_ENTRY = re.compile(r"""["']([\w.-]+)["']\s*[,:]\s*["']\w+Config["']|\b(\w+)\s*=\s*["']\w+Config["']""")
+_TYPE_TABLES = (
+    ("transformers", ("models/auto/auto_mappings.py", "models/auto/configuration_auto.py")),
+    ("vllm", ("transformers_utils/config.py",)),
+)
+
+
+@functools.cache
+def known_model_types() -> frozenset[str]:
+    """The `model_type`s the installed transformers (and vLLM, which adds a few) can load, read from the source of
+    their tables without importing them (importing transformers costs seconds and torch). Empty when transformers
+    is absent or its layout is not recognised: the check is then skipped and the loader decides."""
+    types: set[str] = set()
+    for package, files in _TYPE_TABLES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for name in files:
+            try:
+                text = (root / name).read_text(encoding="utf-8")
+            except OSError:
+                continue
+            types.update(a or b for a, b in _TYPE_ENTRY.findall(text))
+        if package == "transformers" and len(types) < 50:  # not the table we know: do not guess
+            return frozenset()
+    return frozenset(types)
 
 
 def _bad_safetensors(shard: Path) -> str | None:
@@ -99,4 +149,18 @@ def _bad_safetensors(shard: Path) -> str | None:
         return e.strerror or type(e).__name__
     except ValueError:
         return "header is not JSON"
-    return None if isinstance(header, dict) else "header is not a JSON object"
+    if not isinstance(header, dict):
+        return "header is not a JSON object"
+    # every tensor's [begin, end) byte range lies in the data after the header: a file cut short fails here
+    ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__" and _offsets(t)]
+    if len(ends) != len(header) - ("__metadata__" in header):
+        return "header has a tensor without data_offsets"
+    if ends and max(ends) > size - 8 - n:
+        return f"truncated: its tensors need {max(ends) + 8 + n} bytes, the file has {size}"
+    return None
+
+
+def _offsets(entry: object) -> bool:
+    """A header entry with `data_offsets: [begin, end]` (two ints)."""
+    offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+    return isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(x, int) for x in offsets)

@@ -19,6 +19,7 @@ import httpx
 from swerl_cli.core.aio import within
 from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.base import ContextLimitError
+from swerl_cli.policy.checks import check_base_url
 
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -43,6 +44,8 @@ class Endpoints:
         max_retries: int = 5,
         backoff_s: float = 1.0,
     ):
+        for url in base_urls:
+            check_base_url(url)
         self.urls = [u.rstrip("/") for u in base_urls]
         self.api_key = api_key
         self.request_timeout_s = request_timeout_s

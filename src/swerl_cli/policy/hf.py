@@ -22,6 +22,7 @@ from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
+from swerl_cli.policy.checks import require_device
 from swerl_cli.policy.engine_size import sampler_dtype
 from swerl_cli.policy.openai_wire import wire_message
 from swerl_cli.policy.tokens import TokenState, TurnPrompt, TurnPrompter
@@ -109,6 +110,7 @@ class HFPolicy(PolicyBackend):
         if options.model:
             check_model_dir(options.model)
         require_modules("torch", "transformers")  # missing: the run stops before any episode, with the install line
+        require_device(options.device)  # `--device cuda` on a machine without CUDA: one line before any episode
         return cls(options.model or "", device=options.device, version=options.policy_version, dtype=options.dtype)
 
     def __init__(self, model: str, *, device: str = "cpu", version: str | None = None, dtype: str = "auto"):

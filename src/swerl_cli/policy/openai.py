@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from swerl_cli.core.errors import ConfigError, PolicyError
+from swerl_cli.core.errors import PolicyError, UsageError
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.endpoints import Endpoints, server_root
@@ -86,7 +86,10 @@ class OpenAIPolicy(PolicyBackend):
         version: str | None = None,
     ):
         if not base_urls:
-            raise ConfigError("the openai policy needs at least one --base-url (e.g. http://127.0.0.1:8000/v1)")
+            raise UsageError(
+                "the openai policy (the default --policy) needs --base-url URL of an OpenAI-compatible server "
+                "(e.g. http://127.0.0.1:8000/v1), or choose another --policy (hf, vllm, gold, replay)"
+            )
         self.model = model
         self.endpoints = Endpoints(
             base_urls,

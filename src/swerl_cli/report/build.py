@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,9 +82,20 @@ def discover(inputs: list[str]) -> list[Source]:
             out += found
         elif p.is_file() or item == "-":
             out.append(Source(label=p.name if item != "-" else "<stdin>", graded=item))
+        elif p.exists():  # a FIFO or a device: opening one with no writer would wait forever
+            raise InputError(
+                item, None, None, f"is {_kind(p)}, not a graded JSONL file or a run directory ('-' reads stdin)"
+            )
         else:
             raise InputError(item, None, None, "no such file or directory")
     return out
+
+
+def _kind(p: Path) -> str:
+    """`a FIFO`, `a character device`, ... for a path that is neither a file nor a directory."""
+    mode = p.stat().st_mode
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((what for test, what in kinds if test(mode)), "a special file")
 
 
 def _iteration(d: Path, k: int, prefix: str = "") -> Source:

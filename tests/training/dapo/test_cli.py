@@ -86,7 +86,7 @@ def test_dapo_refuses_mixed_policy_versions(tmp_path):
 
 def test_dapo_requires_model_and_output(data):
     result = _run([str(data)])
-    assert result.exit_code == 3
+    assert result.exit_code == 2  # a missing required flag is a usage error (issue 43)
     assert "--model CKPT_k and --output CKPT_k+1" in _one_line(result)
 
 
