@@ -68,7 +68,8 @@ def test_non_applying_patch_is_patch_failed(toy_t: Task) -> None:
     assert "nope.py" in g["log_tail"]
     strict = grade_patch(toy_t, BAD_PATCH, GradeConfig(), "pytest-pf")
     assert (strict["status"], strict["reward"], strict["reason"]) == ("unresolved", 0.0, "patch_failed")
-    assert strict["audit"]["flagged"] and "refused by git apply" in strict["audit"]["patch"]
+    assert strict["audit"]["flagged"]
+    assert "refused by git apply" in strict["audit"]["patch"]
 
 
 def test_fuzzy_fallback_applies_a_shifted_patch_in_harness_mode_only(toy_t: Task) -> None:

@@ -36,7 +36,8 @@ SAFE_ENV: dict[str, str] = {
 }
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Command-line config (highest precedence) for every key git 2.39 could use to run a program or reach the network in
-# the commands swerl runs; the diff commands also pass --no-ext-diff --no-textconv.
+# the commands swerl runs, and for the keys that change what a diff looks like (prefixes, context, order); the diff
+# commands also pass --no-ext-diff --no-textconv.
 SAFE_CONFIG: tuple[str, ...] = (
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
@@ -49,6 +50,15 @@ SAFE_CONFIG: tuple[str, ...] = (
     "core.gitProxy=",
     "credential.helper=",
     "diff.external=",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "diff.context=3",
+    "diff.interHunkContext=0",
+    "diff.algorithm=myers",
+    "diff.orderFile=/dev/null",
+    "core.quotePath=true",
+    "color.ui=false",
     "status.renames=false",
     "log.showSignature=false",
     "gpg.program=false",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from swerl_cli.core.errors import InputError, UsageError
+from swerl_cli.sandbox.gitops import git_argv, git_env
 
 PYTEST = (
     "python3 -m pytest -rA --tb=no -p no:cacheprovider --color=no"
@@ -81,7 +82,7 @@ def is_code_file(path: str) -> bool:
 
 def git(repo: str, *args: str) -> str:
     """Run git in `repo`; a failure is an InputError naming the repository."""
-    res = subprocess.run(["git", "-C", repo, *args], capture_output=True)
+    res = subprocess.run(git_argv(repo, *args), capture_output=True, env=git_env())  # the repo's config runs nothing
     if res.returncode != 0:
         raise InputError(
             repo, None, None, f"git {args[0]} failed: {res.stderr.decode(errors='replace').strip()[-300:]}"
@@ -134,7 +135,7 @@ def inspect_commit(repo: str, commit: str, cfg: MineConfig, parents: list[str] |
     date, _, message = git(repo, "log", "-1", "--format=%aI%n%B", commit).partition("\n")
     message = message.strip()
     cand = Candidate(commit, parent, message, date, source, tests)
-    diff = ("diff", "--no-color", "--no-ext-diff", "--no-renames", "--binary", parent, commit, "--")
+    diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--binary", parent, commit, "--")
     cand.patch = git(repo, *diff, *source)
     cand.test_patch = git(repo, *diff, *tests)
     return cand

@@ -14,6 +14,7 @@ from typing import Any
 
 from swerl_cli.core.errors import JobLostError, SandboxError
 from swerl_cli.executor import LocalExecutor, stream_jobs
+from swerl_cli.sandbox.gitops import git_argv, git_env
 from swerl_cli.streams.records import Task
 from swerl_cli.tasks.mining.commits import Candidate, MineConfig, inspect_commit, list_commits
 
@@ -70,7 +71,7 @@ def test_command(cfg: MineConfig, cand: Candidate, repo: str) -> str:
 
 
 def _exists_at(repo: str, commit: str, path: str) -> bool:
-    res = subprocess.run(["git", "-C", repo, "cat-file", "-e", f"{commit}:{path}"], capture_output=True)
+    res = subprocess.run(git_argv(repo, "cat-file", "-e", f"{commit}:{path}"), capture_output=True, env=git_env())
     return res.returncode == 0
 
 

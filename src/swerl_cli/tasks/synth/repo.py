@@ -8,12 +8,12 @@ date, so the same files always give the same commit. Its `git bundle` is the tas
 from __future__ import annotations
 
 import fnmatch
-import os
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
 from swerl_cli.core.errors import InputError
+from swerl_cli.sandbox.gitops import git_argv, git_env
 from swerl_cli.tasks.mining import is_test_file
 
 SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv",
@@ -31,8 +31,8 @@ _ENV = {
 
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:
-    env = {**os.environ, **_ENV, "HOME": str(repo)}  # no user config: hooks, signing or templates stay out
-    res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, input=input)
+    env = {**git_env(), **_ENV}  # no system, user or repository program: hooks, filters, drivers, signing stay out
+    res = subprocess.run(git_argv(str(repo), *args), capture_output=True, text=True, env=env, input=input)
     if res.returncode != 0:
         raise InputError(str(repo), None, None, f"git {args[0]} failed: {res.stderr.strip()[-300:]}")
     return res.stdout
@@ -59,7 +59,7 @@ def snapshot(src: str, dest: Path) -> str:
 def write_bundle(repo: Path, path: Path, commit: str) -> None:
     """`git bundle` of the snapshot at `path`, kept as it is when it already holds `commit` (images stay cached)."""
     if path.exists():
-        res = subprocess.run(["git", "bundle", "list-heads", str(path)], capture_output=True, text=True)
+        res = subprocess.run(["git", "bundle", "list-heads", str(path)], capture_output=True, text=True, env=git_env())
         if res.returncode == 0 and res.stdout.split()[:1] == [commit]:
             return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def diff_pair(repo: Path, path: str, mutated: str) -> tuple[str, str]:
     original = target.read_bytes()
     try:
         target.write_text(mutated, encoding="utf-8")
-        args = ("diff", "--no-color", "--no-ext-diff", "--", path)
+        args = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--", path)
         bug = _git(repo, *args)
         gold = _git(repo, "diff", "-R", "--src-prefix=b/", "--dst-prefix=a/", *args[1:])  # -R swaps the prefixes
     finally:
