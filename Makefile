@@ -106,9 +106,14 @@ lint: venv  ## ruff (lint + format) and mypy (src/swerl_cli; settings in pyproje
 	$(VENV)/bin/ruff format --check src tests benchmarks scripts examples/*.py
 	$(VENV)/bin/mypy
 
-test: lint  ## ruff, then pytest (docker tests run for real; CI=true fails when no engine)
-	@echo "make test: pytest -m 'not gpu' $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
-	$(VENV)/bin/pytest -m "not gpu" -q $(ARGS)
+# Two pytest-xdist workers: most tests run one single-threaded torch process or wait on an engine, a container or a
+# subprocess, so a second worker uses the second core. A file, or a folder sharing one engine, stays on one worker
+# (tests/conftest.py SHARED_GROUPS). TEST_WORKERS=0 runs in one process (docs/testing.md).
+TEST_WORKERS ?= 2
+TEST_DIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+test: lint  ## ruff, then pytest on TEST_WORKERS=2 workers (docker tests run for real; CI=true fails when no engine)
+	@echo "make test: pytest -m 'not gpu' $(TEST_DIST) $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
+	$(VENV)/bin/pytest -m "not gpu" -q $(TEST_DIST) $(ARGS)
 
 # On a CUDA host: GPU_PY is an interpreter whose environment has CUDA torch, transformers and DeepSpeed (`pip install
 # -e '.[train,dev]'` there; make setup's venv is CPU-only). DeepSpeed picks its accelerator from DS_ACCELERATOR, which

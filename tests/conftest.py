@@ -48,6 +48,30 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Budget(), "swerl-budget")
 
 
+# `make test` runs the suite on two pytest-xdist workers with `--dist loadgroup` (docs/testing.md). Every test is put
+# in a group: its file (module fixtures are built once), or for the folders that share one costly session resource
+# (an engine, a registry), the folder, so that resource starts once in the whole run.
+SHARED_GROUPS = {
+    "tests/vllm/": "vllm-tiny-server",
+    "tests/realmodel/": "real-model-engines",
+    "tests/sandbox/images/": "image-registry",
+}
+
+
+def xdist_group(nodeid: str) -> str:
+    """The xdist group of a test: the shared resource's name, or the test's file."""
+    path = nodeid.split("::")[0]
+    return next((g for prefix, g in SHARED_GROUPS.items() if path.startswith(prefix)), path)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the node id
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.has_plugin("xdist") or config.getoption("dist", "no") == "no":
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))
+
+
 def _docker_reachable() -> bool:
     if shutil.which("docker") is None:
         return False
