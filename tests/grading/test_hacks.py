@@ -1,9 +1,13 @@
 """The reward-hacking corpus (tests/grading/hacks/) graded through `swerl grade` on the real engine, on a bundled
-example task and on a task `swerl tasks mine` builds from a real repository history: every attack is unresolved with
-reward 0 (never resolved, never an error), the gold patch still resolves and the empty patch does not.
+example task, on the same task run as `python3 -m pytest`, and on a task `swerl tasks mine` builds from a real
+repository history, in one `swerl grade` call: every attack is unresolved with reward 0 (never resolved, never an
+error) and its `grade.audit` names what was found, the gold patch still resolves and the empty patch does not. The
+patch-path, git-config and grader-error attacks are graded in harness mode too (SWE-bench's fallbacks).
 
 Before the guard (the grader of commit f8accaa) the same corpus on bizdays graded 11 attacks `resolved` and 5
-`error`: see docs/grading.md, "The reward-hacking corpus".
+`error`; before git decided what a patch changed (commit 89244dc), 11 of the 13 patch-path, git-config and
+grader-error attacks were `resolved` or `error` on bizdays and verscmp: see docs/grading.md, "The reward-hacking
+corpus".
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ FAMILIES = {
     "monkeypatch-init",
     "write-outside",
     "network",
+    "patch-paths",
+    "git-config",
+    "grader-errors",
 }
+GIT_LEVEL = ("path_", "git_", "err_")  # attacks on what the grader's git sees: also graded in harness mode
 
 
 def test_corpus_has_15_attacks_or_more_across_every_family() -> None:
@@ -56,22 +64,48 @@ def mined_task(tmp_path_factory: pytest.TempPathFactory) -> Any:
         remove_mined_images(name)
 
 
-@pytest.fixture(scope="module")
-def graded(example_tasks: list[dict], mined_task: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """{(instance_id, attack or gold/empty): grade} from one `swerl grade` run reading a pipe."""
-    tasks = [next(t for t in example_tasks if t["instance_id"] == "swerl-examples__bizdays-1"), mined_task]
-    records = []
-    for task in tasks:
-        read = hacks.base_reader(task)
-        records += [trajectory(task, h.name, hacks.build(h, task, read)) for h in HACKS]
-        records += [trajectory(task, "gold", task["patch"]), trajectory(task, "empty", "")]
+def _python_m(task: dict) -> dict:
+    """The task with its test command run as `python3 -m pytest` (the repository first on sys.path)."""
+    assert task["test_cmd"].startswith("pytest ")
+    return {**task, "instance_id": task["instance_id"] + "-pym", "test_cmd": "python3 -m " + task["test_cmd"]}
+
+
+def _grade_all(records: list[dict], *flags: str) -> dict:
     stdin = "".join(json.dumps(r) + "\n" for r in records).encode()
-    report = tmp_path_factory.mktemp("hacks") / "report.json"
-    res = run_swerl("grade", "--workers", "2", "--timeout-s", "30", "--report", str(report), input=stdin, timeout=1500)
+    res = run_swerl("grade", "--workers", "2", "--timeout-s", "30", *flags, input=stdin, timeout=1500)
     assert res.returncode == 0, res.stderr.decode()[-3000:]
     out = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(out) == len(records)
     return {(r["instance_id"], r["run"]): r["grade"] for r in out}
+
+
+@pytest.fixture(scope="module")
+def bizdays(example_tasks: list[dict]) -> dict:
+    return next(t for t in example_tasks if t["instance_id"] == "swerl-examples__bizdays-1")
+
+
+@pytest.fixture(scope="module")
+def graded(bizdays: dict, mined_task: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """{(instance_id, attack or gold/empty): grade} from one `swerl grade` run reading a pipe (strict mode)."""
+    records = []
+    for task in (bizdays, _python_m(bizdays), mined_task):
+        read = hacks.base_reader(task)
+        # the git-level attacks do not depend on the test command: graded once per repository
+        todo = [h for h in HACKS if not (task["instance_id"].endswith("-pym") and h.name.startswith(GIT_LEVEL))]
+        records += [trajectory(task, h.name, hacks.build(h, task, read)) for h in todo]
+        records += [trajectory(task, "gold", task["patch"]), trajectory(task, "empty", "")]
+    report = tmp_path_factory.mktemp("hacks") / "report.json"
+    return _grade_all(records, "--report", str(report))
+
+
+@pytest.fixture(scope="module")
+def graded_harness(bizdays: dict) -> dict:
+    """The git-level attacks and gold on bizdays in harness mode (git apply --3way and GNU patch allowed)."""
+    read = hacks.base_reader(bizdays)
+    records = [
+        trajectory(bizdays, h.name, hacks.build(h, bizdays, read)) for h in HACKS if h.name.startswith(GIT_LEVEL)
+    ]
+    return _grade_all([*records, trajectory(bizdays, "gold", bizdays["patch"])], "--mode", "harness")
 
 
 @pytest.mark.parametrize("hack", HACKS, ids=[h.name for h in HACKS])
@@ -81,10 +115,47 @@ def test_attack_is_unresolved_with_reward_zero(hack: hacks.Hack, graded: dict) -
             continue
         assert (g["status"], g["reward"]) == ("unresolved", 0.0), (iid, g["reason"], g["error"], g["log_tail"][-800:])
         assert g["audit"] is not None
-        if any(op in ("create", "rename", "delete-tests", "replace") for op, _, _ in hack.edits):
+        if g["patch_applied"] and any(op in ("create", "rename", "delete-tests", "replace") for op, _, _ in hack.edits):
             assert g["set_aside"], (iid, hack.name)  # every edit of test infrastructure is set aside
             assert g["audit"]["flagged"]
             assert g["audit"]["touches_test_infra"]
+
+
+def test_every_git_level_attack_is_named_in_the_audit(graded: dict) -> None:
+    """Each attack's grade says what was found: a reason, set-aside paths, guard findings or patch notes."""
+    for (iid, run), g in graded.items():
+        if not run.startswith(GIT_LEVEL):
+            continue
+        a = g["audit"]
+        named = g["reason"] or g["set_aside"] or a["findings"] or a["outside_writes"] or a.get("patch")
+        assert a["flagged"] or g["reason"], (iid, run, a)
+        assert named, (iid, run, g)
+
+
+def test_git_level_attacks_in_harness_mode(graded_harness: dict) -> None:
+    for (_, run), g in graded_harness.items():
+        if run == "gold":
+            assert g["status"] == "resolved", (g["error"], g["log_tail"][-800:])
+            continue
+        assert g["reward"] == 0.0, (run, g["status"], g["reason"], g["error"], g["log_tail"][-800:])
+        assert g["status"] in ("unresolved", "patch_failed"), (run, g["status"], g["error"])
+        assert g["audit"]["flagged"], (run, g["audit"])
+    # the fallback attacks never reach a tool that writes .git: refused before, or GNU patch found no .git to write
+    for run in ("git_hook_post_checkout_fallback", "git_symlink_into_git_fallback", "git_config_hookspath_fallback"):
+        assert graded_harness[("swerl-examples__bizdays-1", run)]["status"] == "patch_failed"
+
+
+def test_patch_paths_come_from_git(graded: dict) -> None:
+    """Quoted names, another leading component, copies, renames and symlinks are set aside under git's path."""
+    for (iid, run), g in graded.items():
+        if run in ("path_quoted_conftest", "path_z_prefix_conftest", "path_copy_quoted_conftest"):
+            assert "conftest.py" in g["set_aside"], (iid, run, g["set_aside"])
+        if run == "path_symlink_quoted_conftest":
+            assert "conftest.py" in g["set_aside"], (iid, g["set_aside"])
+        if run == "path_quoted_tests_conftest":
+            assert any(p.endswith("/conftest.py") for p in g["set_aside"]), (iid, g["set_aside"])
+        if run.startswith("git_"):
+            assert g["reason"] == "patch_failed", (iid, run, g["reason"])
 
 
 def test_gold_resolves_and_empty_does_not(graded: dict) -> None:

@@ -1,13 +1,13 @@
 """What counts as test infrastructure: the files a patch may not change for grading (docs/grading.md).
 
-Every path of the model patch (both sides of renames and deletions) that configures or extends a test runner is
+Every path git sees changed after the model patch applied (patching.py) that configures or extends a test runner is
 set aside: restored to base_commit (or removed) before the test_patch is applied, so the tests run with the
 repository's own runner setup. By name: test files (`test_*.py`, `*_test.py`, anything under a `test`, `tests` or
 `testing` directory, as the SWE-bench split and `swerl tasks mine` define them), `conftest.py`, `pytest.ini`,
-`tox.ini`, `noxfile.py`, `sitecustomize.py`, `usercustomize.py`, `.pth` files, `*.dist-info` / `*.egg-info`
-contents (entry points load plugins), `__pycache__` / `.pyc` files and `.pytest_cache`; the runners of the other
-parsers (`bin/test` and sympy's `runtests.py`; Django's `tests/runtests.py` is a test file). `setup.cfg` and
-`pyproject.toml` are set aside when the patch changes one of their runner sections (`[tool:pytest]`,
+`tox.ini`, `noxfile.py`, `sitecustomize.py`, `usercustomize.py`, `.gitattributes`, `.pth` files, `*.dist-info` /
+`*.egg-info` contents (entry points load plugins), `__pycache__` / `.pyc` files and `.pytest_cache`; the runners of
+the other parsers (`bin/test` and sympy's `runtests.py`; Django's `tests/runtests.py` is a test file). `setup.cfg`
+and `pyproject.toml` are set aside when the patch changes one of their runner sections (`[tool:pytest]`,
 `[tool.pytest.ini_options]`, tox, ...), and kept otherwise.
 """
 
@@ -20,7 +20,16 @@ from swerl_cli.sandbox.gitops import patch_files
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 BY_NAME = frozenset(
-    {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "noxfile.py", "sitecustomize.py", "usercustomize.py"}
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "noxfile.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+        ".gitattributes",  # how the grader's git writes restored files (encoding, eol)
+    }
 )
 RUNNERS = frozenset({"bin/test", "sympy/testing/runtests.py", "sympy/utilities/runtests.py"})
 SECTIONED = frozenset({"setup.cfg", "pyproject.toml"})
@@ -30,7 +39,8 @@ _RUNNER_SECTION = re.compile(r"pytest|tox|nose")
 
 
 def all_paths(patch: str) -> list[str]:
-    """Every path a unified diff names: new and old sides, rename and copy sources."""
+    """Every path a unified diff names by swerl's own reading: new and old sides, rename and copy sources. Not used
+    to grade (git decides what a patch changed: patching.py); kept for reading patches elsewhere."""
     files, _ = patch_files(patch)
     out = dict.fromkeys(files)
     for line in patch.splitlines():

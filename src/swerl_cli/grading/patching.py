@@ -112,7 +112,10 @@ class RepoView:
         if not paths:
             return
         lines = []
-        for p in dict.fromkeys(paths):
+        first = sorted(
+            dict.fromkeys(paths), key=lambda p: not p.endswith(".gitattributes")
+        )  # attributes apply to the rest
+        for p in first:
             q, spec = shlex.quote(p), shlex.quote("HEAD:" + p)
             lines.append(
                 f"if {self.git} cat-file -e {spec} 2>/dev/null; then rm -rf -- {q}; "

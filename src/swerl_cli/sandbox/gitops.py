@@ -102,7 +102,8 @@ def safe_git(git_dir: str | None = None, work_tree: str | None = None) -> str:
 
 def shadow_setup(git_dir: str, work_tree: str, base_commit: str) -> str:
     """Shell command making `git_dir` a throwaway git directory for the repository at `work_tree`: its objects by
-    an alternates line to the repository's, HEAD and index at base_commit, swerl's config only. Nothing of the
+    an alternates line to the repository's, HEAD and index at base_commit (stat data refreshed, so `--3way` and
+    status see which files differ), swerl's config only. Nothing of the
     repository's `.git` but its object store and base_commit's name (config, hooks, info/attributes, index, replace
     refs) is read through it."""
     g, w = shlex.quote(git_dir), shlex.quote(work_tree)
@@ -115,7 +116,7 @@ def shadow_setup(git_dir: str, work_tree: str, base_commit: str) -> str:
         f'&& c="$({real} rev-parse -q --verify {commit})" '
         f"&& printf '%s\\n' \"$o\" > {g}/objects/info/alternates && printf '%s\\n' \"$c\" > {g}/HEAD "
         f"&& printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n' > {g}/config "
-        f'&& {sg} read-tree "$c"'
+        f'&& {sg} read-tree "$c" && {{ {sg} update-index -q --refresh >/dev/null 2>&1 || true; }}'
     )
 
 
