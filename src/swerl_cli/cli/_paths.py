@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +35,40 @@ def check_output_target(flag: str, path: str) -> None:
     p = Path(path)
     if path.endswith(os.sep) or p.is_dir():
         raise UsageError(f"{flag} {path}: is a directory; give a file name")
-    for parent in p.parents:
+    _check_parents(flag, path)
+
+
+def _check_parents(flag: str, path: str) -> None:
+    """The nearest existing parent of `path` is a directory (else exit 2 naming it)."""
+    for parent in Path(path).parents:
         if parent.exists():
             if not parent.is_dir():
                 raise UsageError(f"{flag} {path}: {parent} is not a directory")
             break
+
+
+def make_output_dir(flag: str, path: str) -> Path:
+    """Create the output directory `path` (parents too) before any work: a file, FIFO or device there, or a parent
+    that is a file, is a usage error (exit 2); a directory that cannot be made (permission, full disk) exit 1."""
+    from swerl_cli.core.errors import OutputError
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{flag} {path}: is {_kind(p)}, not a directory; give a directory for the outputs")
+    _check_parents(flag, path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{flag} {path}: cannot create the directory: {e.strerror or e}") from None
+    return p
+
+
+def _kind(p: Path) -> str:
+    """What `p` is, for a message: `a FIFO`, `a character device`, `a file`..."""
+    mode = p.stat().st_mode
+    kinds = [(stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
+    kinds += [(stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a file")]
+    return next((what for test, what in kinds if test(mode)), "a special file")
 
 
 def flag_name(fn: Callable[..., Any], param: str) -> str:

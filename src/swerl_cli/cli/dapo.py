@@ -64,6 +64,7 @@ def _dapo(
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training.dapo import run_dapo
+    from swerl_cli.training.publish import full_disk_cleanup
     from swerl_cli.training.trackers import TrackerSpec
 
     cfg = resolve_config(DapoConfig, config, **(flags or {}))
@@ -78,7 +79,7 @@ def _dapo(
         return
     # DeepSpeed's op builds, compilers and torch's workers print to descriptor 1: it points at stderr for the whole
     # run, and the summary record goes to the real stdout through a private descriptor.
-    with engine_output_to_stderr():
+    with engine_output_to_stderr(), full_disk_cleanup(Path(cfg.output)):
         summary = run_dapo(training_records(inputs), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
         if summary is not None:  # ranks other than 0 return None
             with open_output(None) as out:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from swerl_cli.cli._common import (
@@ -44,6 +46,7 @@ def _rft(
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training import dist
+    from swerl_cli.training.publish import full_disk_cleanup
     from swerl_cli.training.rft import run_rft
     from swerl_cli.training.trackers import TrackerSpec
 
@@ -59,7 +62,7 @@ def _rft(
 
     # DeepSpeed's op builds, compilers and torch's workers print to descriptor 1: it points at stderr for the whole
     # run, and the summary record goes to the real stdout through a private descriptor.
-    with engine_output_to_stderr():
+    with engine_output_to_stderr(), full_disk_cleanup(Path(cfg.output)):
         summary = run_rft(records, cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
         if dist.is_main():
             d = summary["data"]

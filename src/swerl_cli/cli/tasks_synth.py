@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from swerl_cli.cli._common import boundary, err_console
+from swerl_cli.cli._paths import make_output_dir
 
 HELP = """Make SWE-smith-style tasks from a Python repository with tests: mutate functions (comparison and operator
 flips, off-by-one, dropped conditions, swapped arguments), keep each mutant that makes at least one passing test
@@ -62,7 +63,6 @@ def _synth(
     ] = False,
 ) -> None:
     import time
-    from pathlib import Path
 
     from swerl_cli.tasks.synth.mutators import MUTATORS
     from swerl_cli.tasks.synth.run import SynthConfig, synthesize
@@ -73,8 +73,7 @@ def _synth(
         tries=tries, max_tasks=max_tasks, holdout=holdout, seed=seed, workers=workers, timeout_s=timeout_s,
         base_image=base, setup=tuple(setup or ()), validate=validate, located=located,
     )  # fmt: skip
-    dest = Path(out)
-    dest.mkdir(parents=True, exist_ok=True)
+    dest = make_output_dir("--out", out)
     t0 = time.monotonic()
     summary: dict[str, Any] = {}
 

@@ -26,7 +26,7 @@ from swerl_cli.filtering.spec import FilterSpec as FilterSpec  # re-exported: se
 from swerl_cli.filtering.spec import build_predicate as build_predicate
 from swerl_cli.filtering.spec import parse_solve_rate as parse_solve_rate
 from swerl_cli.streams.graded import GroupKey, group_key
-from swerl_cli.streams.jsonl import STDIN, iter_raw, iter_raw_fh
+from swerl_cli.streams.jsonl import STDIN, bounded_lines, iter_raw, iter_raw_fh
 from swerl_cli.streams.records import (
     Located,
     UniqueIds,
@@ -185,7 +185,7 @@ class _Tee:
         self.fh, self.spool = fh, spool
 
     def __iter__(self) -> Iterator[bytes]:
-        for raw in self.fh:
+        for raw in bounded_lines(self.fh):  # a line without end is one error, not all of memory
             self.spool.write(raw)
             yield raw
 

@@ -17,6 +17,20 @@ from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import Located
 
 STDIN = "-"
+# The longest line a reader accepts (newline included), so a line without end (`swerl filter /dev/zero`, a binary
+# file) is one error line instead of filling memory; a trajectory of a 131k-token, 80-turn episode is a few MB.
+MAX_LINE_BYTES = 256 << 20
+MAX_LINE_ENV = "SWERL_MAX_LINE_BYTES"
+
+
+def bounded_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    """The lines of `fh` as `for raw in fh` gives them, each at most MAX_LINE_BYTES (or $SWERL_MAX_LINE_BYTES);
+    a longer one raises OSError naming the limit (the readers turn it into the line's InputError)."""
+    limit = int(os.environ.get(MAX_LINE_ENV) or MAX_LINE_BYTES)
+    while raw := fh.readline(limit + 1):
+        if len(raw) > limit:
+            raise OSError(f"line longer than {limit} bytes (the limit; {MAX_LINE_ENV} raises it)")
+        yield raw
 
 
 def _open_binary(src: str) -> tuple[IO[bytes], str]:
@@ -42,7 +56,7 @@ def iter_lines(src: str) -> Iterator[tuple[str, int, bytes, bool]]:
     try:
         n = 0
         try:
-            for raw in fh:
+            for raw in bounded_lines(fh):
                 n += 1
                 has_nl = raw.endswith(b"\n")
                 line = raw.rstrip(b"\r\n") if has_nl else raw
@@ -58,8 +72,9 @@ def iter_lines(src: str) -> Iterator[tuple[str, int, bytes, bool]]:
 def iter_raw_fh(fh: Iterable[bytes], name: str) -> Iterator[tuple[str, int, bytes]]:
     """Yield (source name, line number, raw line with its newline if any) for non-blank lines of a binary file."""
     n = 0
+    lines = bounded_lines(fh) if hasattr(fh, "readline") else fh  # type: ignore[arg-type]
     try:
-        for n, raw in enumerate(fh, 1):  # n is used after the loop for the error line
+        for n, raw in enumerate(lines, 1):  # n is used after the loop for the error line
             if not raw.isspace():
                 yield name, n, raw
     except (OSError, EOFError, zlib.error) as e:  # a corrupt or truncated .gz, or an unreadable device

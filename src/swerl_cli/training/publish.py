@@ -10,8 +10,11 @@ An interrupted run leaves OUTPUT as it was (old weights with their own metrics) 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from swerl_cli.core.errors import OutputError
@@ -49,6 +52,36 @@ def publish(partial: Path, out: Path) -> None:
         raise OutputError(f"--output {out}: cannot move the finished checkpoint into place: {why}") from None
     if moved:
         _remove(old)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _is_disk_full(err: BaseException) -> bool:
+    """ENOSPC, a quota or a file size limit, raised as OSError or inside a library's own error (safetensors' Rust
+    writer says `No space left on device (os error 28)`)."""
+    if isinstance(err, OSError) and err.errno in _FULL:
+        return True
+    text = str(err)
+    return any(os.strerror(code) in text or f"os error {code})" in text for code in _FULL)
+
+
+@contextmanager
+def full_disk_cleanup(out: Path) -> Iterator[None]:
+    """A run that fills the disk while writing OUTPUT.partial (weights, optimizer state, metrics) removes it and ends
+    with one OutputError line (exit 1), OUTPUT untouched, instead of a traceback and a half-written .partial that
+    would fill the disk for the next run too."""
+    try:
+        yield
+    except Exception as e:
+        if not _is_disk_full(e):
+            raise
+        partial = partial_dir(out)
+        _remove(partial)
+        why = next((os.strerror(c) for c in _FULL if os.strerror(c) in str(e) or f"os error {c})" in str(e)), str(e))
+        raise OutputError(
+            f"--output {out}: cannot write the checkpoint: {why}; {partial.name} removed, {out.name} unchanged"
+        ) from None
 
 
 def _remove(path: Path) -> None:
