@@ -22,7 +22,7 @@ def test_eval_plot_without_matplotlib_is_one_line_with_the_install_command(tmp_p
     res = CliRunner().invoke(app, ["eval", str(src), "--plot", str(tmp_path / "p.png")])
     assert res.exit_code == 1
     assert res.stderr.splitlines() == [
-        "swerl eval: this needs matplotlib, which is not installed: pip install 'swerl[plot]'"
+        "swerl eval: this needs matplotlib, which is not installed: pip install 'swerl-cli[plot]'"
     ]
     assert not (tmp_path / "p.png").exists()
 
@@ -30,10 +30,10 @@ def test_eval_plot_without_matplotlib_is_one_line_with_the_install_command(tmp_p
 @pytest.mark.parametrize(
     ("module", "install"),
     [
-        ("torch", "'swerl[train]'"),
-        ("vllm", "'swerl[vllm]'"),
-        ("pyarrow", "'swerl[parquet]'"),
-        ("ray", "'swerl[ray]'"),
+        ("torch", "'swerl-cli[train]'"),
+        ("vllm", "'swerl-cli[vllm]'"),
+        ("pyarrow", "'swerl-cli[parquet]'"),
+        ("ray", "'swerl-cli[ray]'"),
     ],
 )
 def test_each_optional_package_names_its_install_command(module, install):
@@ -57,7 +57,7 @@ def test_collect_with_vllm_missing_stops_before_any_episode(monkeypatch):
     res = CliRunner().invoke(app, ["collect", str(EXAMPLES / "tasks.jsonl"), "--policy", "vllm", "--model", "m"])
     assert res.exit_code == 1
     assert res.stderr.splitlines() == [
-        "swerl collect: this needs vllm, which is not installed: pip install 'swerl[vllm]'"
+        "swerl collect: this needs vllm, which is not installed: pip install 'swerl-cli[vllm]'"
     ]
     assert res.stdout == ""
 

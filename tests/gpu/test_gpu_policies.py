@@ -2,7 +2,7 @@
 
 - `hf` on cuda: bf16 by default; in fp32, the sampled ids' logprobs equal a CPU teacher-forced scoring of the same
   sequence.
-- `vllm` (needs `pip install 'swerl[vllm]'`): the real AsyncLLM engine serves concurrent requests from a
+- `vllm` (needs `pip install 'swerl-cli[vllm]'`): the real AsyncLLM engine serves concurrent requests from a
   Qwen2.5-0.5B-shaped random-weight model; ids and logprobs are aligned and agree with a transformers scoring on
   the GPU; tokens/s is printed for the record.
 """

@@ -71,12 +71,12 @@ class PolicyError(SwerlError):
 OPTIONAL_DEPENDENCIES = {
     **dict.fromkeys(
         ("torch", "transformers", "tokenizers", "accelerate", "safetensors", "deepspeed", "numpy"),
-        "pip install 'swerl[train]'",
+        "pip install 'swerl-cli[train]'",
     ),
-    "matplotlib": "pip install 'swerl[plot]'",
-    "pyarrow": "pip install 'swerl[parquet]'",
-    "vllm": "pip install 'swerl[vllm]'",
-    "ray": "pip install 'swerl[ray]'",
+    "matplotlib": "pip install 'swerl-cli[plot]'",
+    "pyarrow": "pip install 'swerl-cli[parquet]'",
+    "vllm": "pip install 'swerl-cli[vllm]'",
+    "ray": "pip install 'swerl-cli[ray]'",
     "wandb": "pip install wandb",
     "tensorboard": "pip install tensorboard",
 }
@@ -101,7 +101,7 @@ def missing_dependency(err: ModuleNotFoundError) -> MissingDependencyError | Non
     """The one-line error for a known optional package that is not installed, or None (then it is a bug).
 
     >>> str(missing_dependency(ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")))
-    "this needs matplotlib, which is not installed: pip install 'swerl[plot]'"
+    "this needs matplotlib, which is not installed: pip install 'swerl-cli[plot]'"
     """
     import importlib.util
 

@@ -1,4 +1,4 @@
-"""`vllm` policy: vLLM's async engine in-process (optional extra `swerl[vllm]`, GPU only, imported lazily).
+"""`vllm` policy: vLLM's async engine in-process (optional extra `swerl-cli[vllm]`, GPU only, imported lazily).
 
 Every episode's request goes to one `AsyncLLM` engine as soon as it is made, so the concurrent episodes of a collect
 run are batched continuously on the GPU (a turn that ends early frees its slot at once); nothing waits on a lock.

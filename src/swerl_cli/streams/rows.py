@@ -109,7 +109,7 @@ def _parquet_rows(path: str) -> Iterator[Located]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError(path, None, None, "reading parquet needs pyarrow: pip install 'swerl[parquet]'") from None
+        raise InputError(path, None, None, "reading parquet needs pyarrow: pip install 'swerl-cli[parquet]'") from None
     try:
         pf = pq.ParquetFile(path)
     except FileNotFoundError:
