@@ -117,6 +117,10 @@ class RepoView:
         )  # attributes apply to the rest
         for p in first:
             q, spec = shlex.quote(p), shlex.quote("HEAD:" + p)
+            parts = p.split("/")
+            for i in range(1, len(parts)):  # a symlink in place of a directory: removed, never followed
+                lead = shlex.quote("/".join(parts[:i]))
+                lines.append(f"if [ -L {lead} ]; then rm -f -- {lead}; fi")
             lines.append(
                 f"if {self.git} cat-file -e {spec} 2>/dev/null; then rm -rf -- {q}; "
                 f"{self.git} checkout -q HEAD -- {q} || exit 1; else rm -rf -- {q} || exit 1; fi"
