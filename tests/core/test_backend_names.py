@@ -11,8 +11,8 @@ from swerl_cli import policy, sandbox
 from swerl_cli.sandbox import DEFAULT_BACKEND, backend_class, choices
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "swerl_cli"
-# The same words meaning something else: validate's gold patch run, the vllm package's install line.
-NOT_A_BACKEND = {("grading/validate.py", "gold"), ("core/errors.py", "vllm")}
+# The same words meaning something else: validate's gold patch run, the vllm package's install line and config table.
+NOT_A_BACKEND = {("grading/validate.py", "gold"), ("core/errors.py", "vllm"), ("core/model_dir.py", "vllm")}
 
 
 def _named(package: str, names: set[str]) -> list[str]:

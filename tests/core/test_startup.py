@@ -40,7 +40,8 @@ def test_tasks_pull_builds_only_its_own_command(tmp_path) -> None:
     assert not _packages(mods) & HEAVY
     assert "docker" not in _packages(mods)  # nothing to pull: no engine client
     others = {m for m in mods if m.startswith(("swerl_cli.cli.", "swerl_cli.grading", "swerl_cli.training"))}
-    own = {"_common", "_flags", "_images", "tasks", "tasks_pull", "tasks_mine", "tasks_synth"}  # the group's own
+    # the group's own
+    own = {"_common", "_flags", "_images", "_paths", "tasks", "tasks_pull", "tasks_mine", "tasks_synth"}
     # `tasks validate`'s options are GradeConfig's flag fields: its light config module, not the grading machinery
     configs = {"swerl_cli.grading", "swerl_cli.grading.config"}
     assert others <= {f"swerl_cli.cli.{m}" for m in own} | configs, sorted(others)

@@ -12,6 +12,7 @@ value left None was not given, so the YAML file's (or the default) stands (`reso
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import types
@@ -57,6 +58,23 @@ def option(cls: type, name: str) -> Any:
     raise KeyError(f"{cls.__name__} has no flag field {name!r}")
 
 
+def _shown(field: Any, spec: Flag) -> Any:
+    """The parameter default of a flag field: the field's own, so --help shows `[default: ...]`, or None where it
+    has none to show (None, a repeatable flag's (), a value `parse` makes from a string). Whether the user gave the
+    flag is read from click (`_given`), not from the value, so the YAML file's value still wins over a default."""
+    value = field.default
+    if value is dataclasses.MISSING or value in ((), "") or spec.parse is not None:
+        return None
+    return value
+
+
+def _given(ctx: typer.Context | None, name: str) -> bool:
+    """Whether flag `name` came from the command line (or its envvar), not from its default; True when the command
+    is called as a function, without a context."""
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is None or source.name != "DEFAULT"
+
+
 def _option(spec: Flag) -> Any:
     return typer.Option(*spec.names, help=spec.help, metavar=spec.metavar)
 
@@ -79,9 +97,10 @@ def config_options(
     defaults: bool = False,
 ) -> Callable[[F], F]:
     """Put the flag fields of `cls` (those in `include` when given, less `exclude`) into the decorated command's
-    options, at its `marker` parameter (`flags`), which then receives them as a dict. Their defaults are None (not
-    given: the YAML file's value or the field's default stands, `resolve_config`), or with `defaults` the field's
-    own, shown in --help (an options object built from flags alone, no YAML)."""
+    options, at its `marker` parameter (`flags`), which then receives them as a dict. --help shows each field's
+    default; a flag not given on the command line arrives as None (the YAML file's value or the field's default
+    stands, `resolve_config`), or with `defaults` as the field's default (an options object built from flags alone,
+    no YAML)."""
     hints = typing.get_type_hints(cls)
     chosen = [
         (f, spec) for f, spec in flag_fields(cls) if (include is None or f.name in include) and f.name not in exclude
@@ -92,7 +111,7 @@ def config_options(
         inspect.Parameter(
             f.name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=f.default if defaults else None,
+            default=f.default if defaults else _shown(f, s),
             annotation=_annotated(s, hints[f.name], optional=not defaults),
         )
         for f, s in chosen
@@ -104,10 +123,17 @@ def config_options(
         for p in own.values():
             p = p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
             params.extend(generated if p.name == marker else [p])
+        context = f"_{marker}_context"  # typer passes the command's context here: where each value came from
+        params.append(
+            inspect.Parameter(context, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=typer.Context)
+        )
 
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
+            ctx = kwargs.pop(context, None)
             flags = {f.name: kwargs.pop(f.name) for f, _ in chosen}
+            if not defaults:  # a flag left at its shown default is not given: the YAML file's value stands
+                flags = {name: value if _given(ctx, name) else None for name, value in flags.items()}
             for name in tuples:  # a repeatable option comes as a list; the field is a tuple
                 flags[name] = tuple(flags[name]) if flags[name] else (None if not defaults else ())
             for name, parse in parsers.items():

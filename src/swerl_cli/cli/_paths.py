@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 # Parameters that name a file or directory: an empty value names none (`-o ''`, `-o "$UNSET"`)
-_PATH_PARAMS = frozenset({"output", "report", "metrics", "plot", "tensorboard", "config", "tasks", "replay"})
+_PATH_PARAMS = frozenset({"output", "report", "metrics", "plot", "tensorboard", "config", "tasks"})
 
 
 def check_path_flags(params: dict[str, Any], fn: Callable[..., Any] | None = None) -> None:

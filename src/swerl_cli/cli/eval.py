@@ -76,9 +76,7 @@ def _fmt(x: float | int | None, digits: int = 3) -> str:
 def _print_tables(console: Console, reports: list[Report]) -> None:
     labels = short_labels([r.source for r in reports])
     main = Table(title="swerl eval")
-    main.add_column("metric")
-    for label in labels:
-        main.add_column(label, justify="right")
+    _columns(main, "metric", labels, ["samples (errors)"])
     main.add_row("samples (errors)", *[f"{r.samples} ({r.errors})" for r in reports])
     main.add_row("tasks", *[str(r.tasks) for r in reports])
     main.add_row("pass@1 ± SEM", *[f"{_fmt(r.pass1)} ± {_fmt(r.pass1_sem)}" for r in reports])
@@ -97,9 +95,7 @@ def _print_tables(console: Console, reports: list[Report]) -> None:
         if not keys:
             continue
         table = Table(title=f"resolved {title}")
-        table.add_column(title.removeprefix("by "))
-        for label in labels:
-            table.add_column(label, justify="right")
+        _columns(table, title.removeprefix("by "), labels, keys)
         for key in keys:
             cells = []
             for r in reports:
@@ -109,12 +105,19 @@ def _print_tables(console: Console, reports: list[Report]) -> None:
         console.print(table)
     statuses = sorted({k for r in reports for k in r.by_status})
     table = Table(title="grade.status counts")
-    table.add_column("status")
-    for label in labels:
-        table.add_column(label, justify="right")
+    _columns(table, "status", labels, statuses)
     for key in statuses:
         table.add_row(key, *[str(r.by_status.get(key, 0)) for r in reports])
     console.print(table)
+
+
+def _columns(table: Table, first: str, labels: list[str], keys: list[str]) -> None:
+    """The key column keeps its names whole (a repository name was cut to `swerl-examples/b…`): it is as wide as
+    its longest key (up to 60), and the run columns give way, their headers folded onto more lines, never cut."""
+    width = min(60, max((len(k) for k in [first, *keys]), default=0))
+    table.add_column(first, no_wrap=True, min_width=width, overflow="fold")
+    for label in labels:
+        table.add_column(label, justify="right", overflow="fold")
 
 
 def _print_compare(console: Console, cmp: Comparison) -> None:

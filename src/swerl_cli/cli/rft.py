@@ -65,11 +65,31 @@ def _rft(
     with engine_output_to_stderr(), full_disk_cleanup(Path(cfg.output)):
         summary = run_rft(records, cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
         if dist.is_main():
-            d = summary["data"]
-            err_console.print(
-                f"rft: {summary['steps']} steps, {d['samples']} sequences ({d['skipped']} skipped, {d['truncated']} "
-                f"truncated, {d['dropped_too_long']} dropped), final loss {summary['final_loss']}; "
-                f"checkpoint {summary['checkpoint']}"
-            )
+            _print_summary(summary)
             with open_output(None) as out:
                 out.write(summary)
+
+
+def _print_summary(summary: dict) -> None:
+    """The run in one stderr line, or on a terminal a small table; the record itself goes to stdout."""
+    d, loss = summary["data"], summary["final_loss"]
+    rows = {
+        "steps": str(summary["steps"]),
+        "sequences": f"{d['samples']} ({d['skipped']} skipped, {d['truncated']} truncated, "
+        f"{d['dropped_too_long']} dropped)",
+        "tokens": f"{d['tokens']} ({d['trainable_tokens']} trained)",
+        "final loss": "-" if loss is None else f"{loss:.4f}",
+        "checkpoint": str(summary["checkpoint"]),
+        "metrics": str(summary["metrics_file"]),
+    }
+    if not err_console.is_terminal:
+        err_console.print("rft: " + "; ".join(f"{k} {v}" for k, v in rows.items()))
+        return
+    from rich.table import Table
+
+    table = Table(title="swerl rft", show_header=False)
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(overflow="fold")
+    for key, value in rows.items():
+        table.add_row(key, value)
+    err_console.print(table)
