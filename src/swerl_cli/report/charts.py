@@ -155,5 +155,32 @@ def stacked_bars(
     return _figure(chart_id, parts, _legend(list(parts_by_name)))
 
 
+# metrics.jsonl fields drawn per optimizer step (x: the global step over all iterations), in this order
+STEP_METRICS = (
+    ("loss", "loss"),
+    ("entropy", "policy entropy of the sampled tokens (mean -log p)"),
+    ("grad_norm", "gradient norm"),
+    ("lr", "learning rate"),
+)
+
+
+def step_charts(steps: list[dict]) -> list[str]:
+    """One line chart per STEP_METRICS field that some step has (`step_loss`, `step_entropy`, ...); a run whose
+    metrics.jsonl predates a field simply has no chart for it."""
+    xs = [str(s["global_step"]) for s in steps]
+    out = []
+    for key, title in STEP_METRICS:
+        ys = [_number(s.get(key)) for s in steps]
+        if any(y is not None for y in ys):
+            out.append(line_chart(f"step_{key}", f"{title} per optimizer step", xs, [Series(key, ys)]))
+    return out
+
+
+def _number(v: object) -> float | None:
+    """A finite number of a metrics row, else None (no point): `_number(float("nan")) is None`."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None  # type: ignore[arg-type]
+
+
 def _figure(chart_id: str, parts: list[str], legend: str) -> str:
     return f'<figure class="chart" data-chart="{escape(chart_id)}">' + "".join(parts) + "</svg>" + legend + "</figure>"

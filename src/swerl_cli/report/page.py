@@ -17,7 +17,7 @@ from typing import Any
 
 from swerl_cli import __version__
 from swerl_cli.report.build import ReportData
-from swerl_cli.report.charts import Series, line_chart, stacked_bars
+from swerl_cli.report.charts import Series, line_chart, stacked_bars, step_charts
 
 CHUNK = 32  # records per compressed body chunk
 
@@ -114,12 +114,8 @@ class _Charts:
         stages = {k: [v or 0.0 for v in vs] for k, vs in stages.items() if any(vs)}
         if stages:
             self.bars("time", "seconds per stage", stages, y_label="episodes/grading: summed over records")
-        if self.data.steps:
-            sx = [f"{s['global_step']}" for s in self.data.steps]
-            ls = [s.get("loss") if isinstance(s.get("loss"), (int, float)) else None for s in self.data.steps]
-            self.out.append(
-                line_chart("step_loss", "loss per optimizer step (all iterations)", sx, [Series("loss", ls)])
-            )
+        if self.data.steps:  # loss, entropy, grad norm and lr per optimizer step, all iterations
+            self.out.extend(step_charts(self.data.steps))
 
 
 def charts(data: ReportData) -> list[str]:

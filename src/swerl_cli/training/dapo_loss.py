@@ -53,6 +53,9 @@ def batch_loss(loss: Loss, norm: float, extremes: Extremes, measure_gap: bool = 
                 out[k] = float(v)
         if measure_gap:
             out["gap_sum"], out["gap_n"] = masked_abs_diff_sum(logp.detach(), batch.old_logprobs, batch.loss_mask)
+        # -log p of the sampled action tokens under the policy being updated: their mean is a Monte-Carlo estimate
+        # of its per-token entropy (the collapse DAPO's clip-higher guards against), from logprobs the loss has
+        out["entropy_sum"] = float(-torch.where(batch.loss_mask > 0, logp.detach(), 0.0).sum())
         return value, out
 
     return loss_fn

@@ -80,6 +80,7 @@ class DapoSteps:
             "clip_frac_low": s["clip_low"] / n,
             "clip_frac_high": s["clip_high"] / n,
             "adv_mean": stats(step_adv)["mean"],
+            "entropy": s["entropy_sum"] / n if "entropy_sum" in s else None,  # mean -log p of the action tokens
             "logprob_diff": self.diff_by_step[plan.index] if plan.index < len(self.diff_by_step) else None,
             **self.loss.metrics(s),
             "tokens_per_s": plan.n_tokens / dt if dt > 0 else 0.0,
