@@ -55,11 +55,15 @@ start() {
     >>"$state/server.log" 2>&1 &
   echo $! >"$pidfile"
   echo "$(date -u +%FT%TZ) pid=$! ckpt=$ckpt kv_cache_gib=$kv args=$extra ${VLLM_ARGS:-}" >>"$state/starts.log"
-  for _ in $(seq "${VLLM_WAIT_S:-900}"); do
+  echo "rl: starting vllm for $ckpt on :$port (minutes on a CPU; log: $state/server.log)" >&2
+  for i in $(seq "${VLLM_WAIT_S:-900}"); do
+    if (( i % 15 == 0 )); then  # a long wait is not silent: the elapsed time and what the server last said
+      echo "rl: vllm starting, ${i}s of at most ${VLLM_WAIT_S:-900}s: $(tail -n 1 "$state/server.log" | cut -c1-160)" >&2
+    fi
     if healthy; then
       curl -sf -X POST "$url/update_weight_version" -H 'content-type: application/json' \
         -d "{\"new_version\": \"$ckpt\"}" >/dev/null
-      echo "rl: vllm serving $ckpt on :$port (pid $(cat "$pidfile"))" >&2
+      echo "rl: vllm serving $ckpt on :$port (pid $(cat "$pidfile"), started in ${i}s)" >&2
       return 0
     fi
     alive || { echo "rl: vllm exited while starting; see $state/server.log" >&2; rm -f "$pidfile"; return 1; }

@@ -23,6 +23,7 @@ from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sa
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype, whole_prefills
 from swerl_cli.policy.hf import finish_turn, local_prompter, parse_tool_calls
 from swerl_cli.policy.tokens import TurnPrompter
+from swerl_cli.policy.waiting import announced
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +135,10 @@ class VLLMPolicy(PolicyBackend):
         self._tok = load_tokenizer(self.model, PolicyError)
         self._prompter = local_prompter(self._tok)
         self.size_kv_cache()
+        key = f"vllm:{os.path.abspath(self.model) if os.path.isdir(self.model) else self.model}"
         try:
-            self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **self.engine_kwargs))
+            with announced(f"swerl vllm: starting the engine for {self.model}", key=key):
+                self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **self.engine_kwargs))
         except (TypeError, ValueError, RuntimeError) as e:
             raise PolicyError(f"cannot start vLLM for {self.model}: {str(e).splitlines()[0]}") from None
 
