@@ -213,3 +213,24 @@ def test_tasks_validate_refuses_a_task_listed_twice_before_any_sandbox(tmp_path:
     iid = TASK["instance_id"]
     _refused(res, "tasks validate", 3, f"{src}:2: field 'instance_id': duplicate instance_id '{iid}', first at {src}:1")
     assert not out.exists()
+
+
+def test_convert_from_swerl_keeps_every_good_record_and_exits_4(tmp_path: Path) -> None:
+    """It stopped at the first unusable record (exit 3), losing the good ones after it; docs/cli.md documents exit 4
+    with one stderr line per unusable row, as for every other --from format."""
+    src = tmp_path / "graded.jsonl"
+    good = [graded("a", 0, True, policy={"model": "m"}), graded("b", 0, False, policy={"model": "m"})]
+    src.write_bytes(jsonl([good[0]]) + b'{"schema": "swerl.graded/1", "id": "x/r1/0"}\nnot json\n' + jsonl([good[1]]))
+    out = tmp_path / "preds.jsonl"
+    res = run_swerl("convert", "--from", "swerl", "--to", "swebench-preds", str(src), "-o", str(out))
+    err = res.stderr.decode().strip().splitlines()
+    assert res.returncode == 4, err
+    assert [orjson.loads(x)["instance_id"] for x in out.read_bytes().splitlines()] == ["a", "b"]
+    assert err[0] == f"swerl convert: {src}:2: field 'instance_id': missing"
+    assert err[1].startswith(f"swerl convert: {src}:3: not valid JSON")
+    assert err[-1] == "swerl convert: 2 predictions written, 2 skipped"
+    res = run_swerl(
+        "convert", "--from", "swerl", "--to", "swebench-preds", str(src), "-o", str(tmp_path / "s.jsonl"), "--strict"
+    )
+    _refused(res, "convert", 3, f"{src}:2: field 'instance_id': missing")
+    assert not (tmp_path / "s.jsonl").exists()

@@ -55,9 +55,10 @@ def _convert(
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
 ) -> None:
     from swerl_cli.convert import OUTPUTS, convert_paths, unique_records, write_target
+    from swerl_cli.convert.usable import usable_records
     from swerl_cli.core.errors import EXIT_ROWS_FAILED, InputError, UsageError
     from swerl_cli.grading.jobs import load_tasks
-    from swerl_cli.streams.jsonl import read_many, read_records
+    from swerl_cli.streams.jsonl import read_records
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.streams.records import Located
 
@@ -71,8 +72,17 @@ def _convert(
         raise UsageError("--from swerl needs --to swebench-preds or preds-json")
     task_map = load_tasks(read_records(tasks)) if tasks else None
     bad = 0
+
+    def skip(err: InputError) -> None:
+        """An unusable file or row: one stderr line and on to the next (exit 4 at the end); --strict stops."""
+        nonlocal bad
+        if strict:
+            raise err
+        bad += 1
+        err_console.print(f"swerl convert: {err}")
+
     if source == "swerl":
-        records = unique_records(read_many(inputs or []))
+        records = unique_records(usable_records(inputs or ["-"], model_name, skip))
     else:
         if not inputs:
             raise UsageError(
@@ -80,14 +90,10 @@ def _convert(
             )
 
         def converted():
-            nonlocal bad
             rewrite = actions == "swerl"
             for rec in convert_paths(inputs, source, tasks=task_map, run=run, rewrite=rewrite, model=model_name):
                 if isinstance(rec, InputError):
-                    if strict:
-                        raise rec
-                    bad += 1
-                    err_console.print(f"swerl convert: {rec}")
+                    skip(rec)
                     continue
                 yield Located(rec["source"]["file"], rec["source"]["line"] or 0, rec)
 

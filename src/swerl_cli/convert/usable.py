@@ -1,0 +1,42 @@
+"""`convert --from swerl`: the records of the inputs that can become predictions; each line that cannot (not JSON,
+not a swerl trajectory or graded record, no instance_id, a patch that is not text) goes to `skip` with its file and
+line, and the rest still convert (exit 4 at the end, as for every other source format)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from swerl_cli.convert.predictions import to_prediction
+from swerl_cli.core.errors import InputError
+from swerl_cli.streams.jsonl import STDIN, iter_lines, parse_line, read_records
+from swerl_cli.streams.records import Located
+
+
+def usable_records(
+    sources: Iterable[str], model_name: str | None, skip: Callable[[InputError], None]
+) -> Iterator[Located]:
+    """Each source's records that `to_prediction` accepts; `skip(error)` for every other line (or a whole source
+    that cannot be read: a missing file, a JSON document that does not parse)."""
+    for src in sources:
+        try:
+            for loc in _rows(src, skip):
+                try:
+                    to_prediction(loc, model_name)
+                except InputError as e:
+                    skip(e)
+                    continue
+                yield loc
+        except InputError as e:  # the source itself: missing, a directory, unreadable
+            skip(e)
+
+
+def _rows(src: str, skip: Callable[[InputError], None]) -> Iterator[Located]:
+    """The JSON objects of `src`, line by line for JSONL so one bad line costs that line only."""
+    if src != STDIN and src.endswith((".json", ".traj")):
+        yield from read_records(src)  # one document: it parses or it does not
+        return
+    for name, n, line, has_nl in iter_lines(src):
+        try:
+            yield parse_line(name, n, line, has_nl)
+        except InputError as e:
+            skip(e)
