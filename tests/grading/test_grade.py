@@ -83,6 +83,29 @@ def test_fuzzy_fallback_applies_a_shifted_patch_in_harness_mode_only(toy_t: Task
     assert (strict["status"], strict["reason"]) == ("unresolved", "patch_failed")
 
 
+def test_untracked_files_of_the_image_are_not_the_patchs(toy: dict, tmp_path) -> None:
+    """A file the image holds outside git (a build output under tests/) is not set aside for an honest patch, and a
+    patch that edits it gets it set aside back to the image's copy (not removed). The test command needs it."""
+    image = "swerl-test-toy:untracked"
+    (tmp_path / "Dockerfile").write_text(f"FROM {toy['image']}\nRUN echo data > /testbed/tests/untracked_data.txt\n")
+    built = subprocess.run(["docker", "build", "-q", "-t", image, str(tmp_path)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-1000:]
+    edit = (
+        "diff --git a/tests/untracked_data.txt b/tests/untracked_data.txt\n--- a/tests/untracked_data.txt\n"
+        "+++ b/tests/untracked_data.txt\n@@ -1 +1 @@\n-data\n+evil\n"
+    )
+    try:
+        task = Task(**{**_fields(Task.from_json(Located("t", 1, toy))), "image": image,
+                       "test_cmd": "grep -qx data tests/untracked_data.txt && " + toy["test_cmd"]})  # fmt: skip
+        g = grade_patch(task, toy["patch"], GradeConfig(), "pytest-untracked")
+        assert (g["status"], g["set_aside"]) == ("resolved", []), (g["reason"], g["error"], g["log_tail"][-500:])
+        g = grade_patch(task, toy["patch"] + edit, GradeConfig(), "pytest-untracked")
+        assert g["set_aside"] == ["tests/untracked_data.txt"], g["log_tail"][-500:]
+        assert g["status"] == "resolved", (g["reason"], g["error"], g["log_tail"][-500:])
+    finally:
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
+
+
 def test_hanging_test_cmd_times_out_and_leaves_no_container(toy_t: Task) -> None:
     # the command hangs without the patch too (the control run): not the patch's fault, an error
     hang = Task(**{**_fields(toy_t), "test_cmd": "sleep 600"})

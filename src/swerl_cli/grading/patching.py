@@ -6,8 +6,10 @@ of the repository runs inside the grader. The patch file lives outside the repos
 `git apply` only (it refuses paths under `.git/` and writes beyond a symbolic link). Harness mode keeps SWE-bench's
 fallbacks: `git apply --3way`, then GNU patch with the repository's `.git` moved out of the work tree (a patch
 that creates a `.git` is refused; GNU patch refuses symlinks leading outside the work tree). The changed paths are
-git's status of the work tree against base_commit (`-z`, untracked files one by one, no renames) plus every file
-whose inode changed while the patch applied (`find -cnewer`, so files hidden by a `.gitignore` count too).
+git's status of the work tree against base_commit (`-z`, untracked files one by one, no renames) minus the entries
+the image already had, plus every file whose inode changed while the patch applied (`find -cnewer`, so files hidden
+by a `.gitignore` count too). The image's own test-infrastructure files outside git are saved before the patch, so
+restoring one gives the image's copy back.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from swerl_cli.core.errors import SandboxError
+from swerl_cli.grading import infra
 from swerl_cli.sandbox import ExecResult, Sandbox
 from swerl_cli.sandbox.gitops import parse_numstat_z, parse_status_z, safe_git, shadow_setup
 
@@ -38,6 +41,8 @@ class RepoView:
     sb: Sandbox
     base: str
     token: str = field(default_factory=lambda: secrets.token_hex(8))
+    before: set[str] = field(default_factory=set)  # status entries before the patch (build outputs in the image)
+    kept: set[str] = field(default_factory=set)  # the image's test-infrastructure files outside git, saved
 
     def __post_init__(self) -> None:
         self.dir = f"/tmp/swerl-git-{self.token}"
@@ -72,6 +77,8 @@ class RepoView:
         if mode == "harness":
             tries += [(GIT_3WAY, f"{self.git} apply --verbose --3way {q}"), (GNU_PATCH, self._gnu_patch(q))]
         log: list[str] = []
+        self.before = self._status()  # what already differs in the image (build outputs, ...) is not the patch's
+        self._keep_outside_git()
         self.sh(f"touch {self.tmp}/stamp")
         for name, cmd in tries:
             res = self.sh(cmd)
@@ -90,17 +97,33 @@ class RepoView:
             f'mv {away} .git; exit "$rc"; }}'
         )
 
-    def changed(self) -> list[str]:
-        """Paths that differ from base_commit after the patch: git's status (tracked, deleted, untracked) and every
-        file or symlink whose inode changed since the apply began (ignored files included), `.git` left out."""
+    def _keep_outside_git(self) -> None:
+        """Save the image's own test-infrastructure files that git does not track (an egg-info's entry points,
+        __pycache__): a set-aside path among them goes back to the image's copy, not away."""
+        res = self.sh(f"{self.git} ls-files -o -z")
+        kept = sorted(p for p in res.output.split("\0") if p and infra.is_infra(p)) if res.exit_code == 0 else []
+        if kept:
+            listing = self.write("kept.list", "\0".join(kept) + "\0")
+            res = self.sh(f"tar --null -T {listing} -cf {self.tmp}/kept.tar")
+            if res.exit_code != 0:
+                raise SandboxError(f"could not save the image's files outside git: {res.output.strip()[-300:]}")
+        self.kept = set(kept)
+
+    def _status(self) -> set[str]:
         st = self.sh(f"{self.git} status --porcelain=v1 -z --untracked-files=all --no-renames --ignore-submodules=all")
         if st.exit_code != 0:
-            raise StepFailed(f"git status failed after the patch: {st.output.strip()[-300:]}")
+            raise StepFailed(f"git status failed: {st.output.strip()[-300:]}")
+        return {e for e in st.output.split("\0") if len(e) > 3}
+
+    def changed(self) -> list[str]:
+        """Paths the patch changed: git's status entries (tracked, deleted, untracked) that were not there before it
+        applied, and every file or symlink whose inode changed since (ignored files included), `.git` left out."""
+        after = self._status() - self.before
         found = self.sh(
             f"find . -path ./.git -prune -o \\( -type f -o -type l \\) -cnewer {self.tmp}/stamp -print0 2>/dev/null"
         )
         new = [p.removeprefix("./") for p in found.output.split("\0") if p.startswith("./")]
-        return sorted(dict.fromkeys([*parse_status_z(st.output), *new]))
+        return sorted(dict.fromkeys([*parse_status_z("\0".join(sorted(after))), *new]))
 
     def show(self, path: str) -> str | None:
         """A file's text at base_commit, None when absent."""
@@ -108,7 +131,8 @@ class RepoView:
         return res.output if res.exit_code == 0 else None
 
     def restore(self, paths: list[str]) -> None:
-        """Each path back to base_commit, or removed (file, symlink or directory) when base_commit has none."""
+        """Each path back to base_commit, or to the image's own copy of a file outside git, or removed (file, symlink
+        or directory) when neither has it."""
         if not paths:
             return
         lines = []
@@ -125,6 +149,8 @@ class RepoView:
                 f"if {self.git} cat-file -e {spec} 2>/dev/null; then rm -rf -- {q}; "
                 f"{self.git} checkout -q HEAD -- {q} || exit 1; else rm -rf -- {q} || exit 1; fi"
             )
+            if p in self.kept:
+                lines.append(f"tar -xf {self.tmp}/kept.tar -- {q} || exit 1")
         res = self.sh("( " + "\n".join(lines) + "\n)")
         if res.exit_code != 0:
             raise StepFailed(f"could not restore test files to base_commit: {res.output.strip()[-300:]}")
