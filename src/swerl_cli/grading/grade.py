@@ -98,18 +98,22 @@ def _apply(
 ) -> tuple[str | None, list[str], dict[str, Any] | None]:
     """(apply method, audit notes, None), or (None, notes, the refusal's grade); an empty patch is not applied.
 
-    A patch naming a path under `.git/` (as git reads it) is refused before any tool runs, in either mode."""
+    A patch naming a path under `.git/` or a path through a symlink (as git reads it) is refused before any tool
+    runs, in either mode."""
     if not patch.strip():
         return None, [], None
     path = view.write("model.patch", patch)
     named = view.numstat(path)
     notes = [] if named is not None else ["git cannot parse the patch"]
     git_paths = [p for p in named or [] if p == ".git" or p.startswith(".git/")]
+    linked = view.through_symlink(named or [])
     log: list[str] = []
     method = None
     if git_paths:
         notes.append(f"names paths under .git/: {', '.join(git_paths[:5])}")
-    else:
+    if linked:
+        notes.append(f"writes through a symlink: {', '.join(linked[:5])}")
+    if not git_paths and not linked:
         method, log = view.apply(path, cfg.mode)
     if method is not None:
         return method, notes, None
