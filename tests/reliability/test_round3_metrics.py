@@ -94,3 +94,28 @@ def test_report_draws_entropy_grad_norm_and_lr_per_step(tmp_path: Path) -> None:
         assert len(re.findall(rf'<circle class="pt" data-series="{key}"', chart.group(1))) == 6  # 2 iterations x 3
     values = re.findall(r'data-series="entropy" data-value="([^"]+)"', html)
     assert [float(v) for v in values][:3] == pytest.approx([2.0 - 1 / 8, 2.0 - 2 / 8, 2.0 - 3 / 8])
+
+
+def test_report_header_counts_in_the_singular_and_equal_curves_stay_visible(tmp_path: Path) -> None:
+    """The demo screenshot read "1 tasks", and a reward with no step penalty hid its twin curve exactly."""
+    src = tmp_path / "g.jsonl"
+    write_jsonl(src, [graded("t0", 0, True, turns=2)])
+    page = tmp_path / "r.html"
+    res = run_swerl("report", str(src), "-o", str(page))
+    assert res.returncode == 0, res.stderr.decode()
+    assert "1 iteration ·\n1 record · 1 task ·" in page.read_text()
+    # two iterations whose records take 2 turns (below l_thr): both reward curves are equal
+    files = [str(write_jsonl(tmp_path / f"it{k}.jsonl", [graded("t0", 0, k == 1, turns=2)])) for k in range(2)]
+    res = run_swerl("report", *files, "-o", str(page))
+    assert res.returncode == 0, res.stderr.decode()
+    chart = re.search(r'data-chart="reward">(.*?)</figure>', page.read_text(), re.S)
+    assert chart
+    pts = re.findall(r'<circle class="pt" data-series="([^"]+)" data-value="([^"]+)"[^>]* r="([\d.]+)"', chart.group(1))
+    assert [(name, float(v)) for name, v, _ in pts] == [
+        ("test reward", 0.0), ("test reward", 1.0), ("with penalty", 0.0), ("with penalty", 1.0)
+    ]  # fmt: skip
+    assert pts[0][2] != pts[2][2]  # the same point in two sizes: the wider one shows around the other
+    lines = re.findall(r"<polyline [^>]*>", chart.group(1))
+    assert len(lines) == 2
+    assert "stroke-dasharray" not in lines[0]
+    assert "stroke-dasharray" in lines[1]  # the twin is dashed over the solid line

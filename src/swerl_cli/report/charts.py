@@ -104,6 +104,9 @@ def line_chart(
     n = len(xlabels)
     for k, s in enumerate(series):
         color = PALETTE[k % len(PALETTE)]
+        # the first line wide and solid, the others narrower and dashed: equal series (a reward with no penalty
+        # applied) stay visible on top of each other instead of one hiding the other
+        stroke = 'stroke-width="3"' if k == 0 else f'stroke-width="1.5" stroke-dasharray="{4 + k} 3"'
         runs: list[list[str]] = [[]]
         for i, y in enumerate(s.ys):
             if y is None:
@@ -112,7 +115,7 @@ def line_chart(
             runs[-1].append(f"{_x(i, n):.1f},{_y(y, lo, hi):.1f}")
         for pts in runs:
             if len(pts) > 1:
-                parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(pts)}"/>')
+                parts.append(f'<polyline fill="none" stroke="{color}" {stroke} points="{" ".join(pts)}"/>')
         for i, y in enumerate(s.ys):
             if y is None:
                 continue
@@ -126,7 +129,7 @@ def line_chart(
                 )
             parts.append(
                 f'<circle class="pt" data-series="{escape(s.name)}" data-value="{y!r}" cx="{x:.1f}" cy="{cy:.1f}" '
-                f'r="3" fill="{color}"><title>{escape(tip)}</title></circle>'
+                f'r="{4.5 if k == 0 else 2.5}" fill="{color}"><title>{escape(tip)}</title></circle>'
             )
     return _figure(chart_id, parts, _legend([s.name for s in series]))
 

@@ -39,6 +39,11 @@ def _get(its: list[dict[str, Any]], split: str, key: str, sub: str | None = None
     return out
 
 
+def _count(n: int, noun: str) -> str:
+    """`_count(1, "task") == "1 task"`, `_count(3, "task") == "3 tasks"`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class _Charts:
     """The page's charts in order; a line chart whose every series is empty is left out."""
 
@@ -221,8 +226,8 @@ def render_page(data: ReportData) -> str:
 <title>swerl report: {escape(data.title)}</title>
 <style>{_asset("report.css")}</style></head>
 <body>
-<header><h1>swerl report</h1><p class="meta">{escape(data.title)} · {len(data.iterations)} iterations ·
-{n_rec} records · {n_tasks} tasks · swerl {__version__}</p></header>
+<header><h1>swerl report</h1><p class="meta">{escape(data.title)} · {_count(len(data.iterations), "iteration")} ·
+{_count(n_rec, "record")} · {_count(n_tasks, "task")} · swerl {__version__}</p></header>
 <section id="summary"><h2>Across iterations</h2>{summary_table(data)}
 <div class="charts">{"".join(charts(data))}</div></section>
 <section id="tasks"><h2>Per task</h2>{heat_table(data, "train")}{heat_table(data, "eval")}</section>
