@@ -77,42 +77,46 @@ def test_openai_backend_sends_token_id_prompts_to_vllm(vllm_server, tmp_path):
                 assert b["n_closing_tokens"] == 2
 
 
-def test_offline_vllm_engine_collects_token_exact_turns(vllm_model, tmp_path):
-    cfg = tmp_path / "collect.yaml"
-    cfg.write_text("vllm_engine_args:\n  dtype: float32\n  max_model_len: 4096\n  enforce_eager: true\n")
-    out = tmp_path / "traj.jsonl"
+@pytest.fixture(scope="module")
+def offline_run(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """One `collect --policy vllm` (one in-process engine start, eager mode) for both offline-engine tests: the
+    first example task, 2 samples, and a copy whose issue makes a seeded prompt of ~5,000 tokens, 1 sample.
+
+    The long prompt: on vLLM's CPU backend a prefill split over steps (a prompt beyond the 4,096-token default
+    budget) rewinds the request's seeded generator with set_offset, which a CPU generator lacks: the engine core
+    died ("CPU Generator does not use offset") and every episode became an error record (found by the collect_vllm
+    bench on a quiet machine). swerl now asks the CPU engine for whole prefills."""
+    d = tmp_path_factory.mktemp("vllm-offline")
+    row = json.loads(TASKS.read_text().splitlines()[0])
+    long = {**row, "instance_id": f"{row['instance_id']}-long"}
+    long["problem_statement"] += "\n" + " the" * 3500  # the tiny tokenizer: one token each
+    tasks = d / "tasks.jsonl"
+    tasks.write_text(json.dumps(row) + "\n" + json.dumps(long) + "\n")
+    cfg = d / "collect.yaml"
+    cfg.write_text("vllm_engine_args:\n  dtype: float32\n  enforce_eager: true\n")
+    out = d / "traj.jsonl"
     res = run_swerl(
-        "collect", str(one_task(tmp_path)), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
-        "--samples", "2", "--max-turns", "3", "--max-new-tokens", "24", "--run", "i13-vllm-offline", "--seed", "7",
-        "-o", str(out), env=VLLM_ENV, timeout=900,
+        "collect", str(tasks), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
+        "--samples", "2", "--max-turns", "3", "--max-new-tokens", "24", "--max-context-tokens", "8192",
+        "--run", "i13-vllm-offline", "--seed", "7", "-o", str(out), env=VLLM_ENV, timeout=900,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     recs = records(out)
-    assert len(recs) == 2
     assert all(r["policy"]["backend"] == "vllm" for r in recs)
-    check_token_exact(vllm_model, recs)
+    return {
+        "short": [r for r in recs if r["instance_id"] == row["instance_id"]],
+        "long": [r for r in recs if r["instance_id"] == long["instance_id"]],
+    }
 
 
-def test_offline_engine_survives_a_seeded_prompt_longer_than_the_cpu_batch_budget(vllm_model, tmp_path):
-    """On vLLM's CPU backend a prefill split over steps (a prompt beyond the 4,096-token default budget) rewinds the
-    request's seeded generator with set_offset, which a CPU generator lacks: the engine core died ("CPU Generator
-    does not use offset") and every episode became an error record (found by the collect_vllm bench on a quiet
-    machine). swerl now asks the CPU engine for whole prefills; this prompt is ~5,000 tokens, seeded, default
-    engine arguments (eager mode only, to start faster)."""
-    row = json.loads(TASKS.read_text().splitlines()[0])
-    row["problem_statement"] += "\n" + " the" * 3500  # the tiny tokenizer: one token each
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps(row) + "\n")
-    cfg = tmp_path / "collect.yaml"
-    cfg.write_text("vllm_engine_args:\n  enforce_eager: true\n")
-    out = tmp_path / "traj.jsonl"
-    res = run_swerl(
-        "collect", str(tasks), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
-        "--samples", "1", "--max-turns", "1", "--max-new-tokens", "8", "--max-context-tokens", "8192",
-        "--run", "vllm-long-prompt", "--seed", "3", "-o", str(out), env=VLLM_ENV, timeout=900,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    (rec,) = records(out)
-    assert rec["exit_status"] != "error", rec["error"]
-    assert rec["turns"][0]["n_prompt_tokens"] > 4096
-    assert rec["policy"]["engine_args"]["enable_chunked_prefill"] is False
+def test_offline_vllm_engine_collects_token_exact_turns(vllm_model, offline_run):
+    assert len(offline_run["short"]) == 2
+    check_token_exact(vllm_model, offline_run["short"])
+
+
+def test_offline_engine_survives_a_seeded_prompt_longer_than_the_cpu_batch_budget(offline_run):
+    assert len(offline_run["long"]) == 2
+    for rec in offline_run["long"]:
+        assert rec["exit_status"] != "error", rec["error"]
+        assert rec["turns"][0]["n_prompt_tokens"] > 4096
+        assert rec["policy"]["engine_args"]["enable_chunked_prefill"] is False
