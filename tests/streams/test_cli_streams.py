@@ -68,9 +68,9 @@ def test_missing_file_is_one_line_exit_3(tmp_path: Path) -> None:
     assert res.stderr.decode().strip() == f"swerl filter: {tmp_path / 'nope.jsonl'}: no such file"
 
 
-def test_where_syntax_error_exits_3_with_column() -> None:
+def test_where_syntax_error_exits_2_with_column() -> None:
     res = run_swerl("filter", "--where", "stats.turns <", input=GOOD)
-    assert res.returncode == 3
+    assert res.returncode == 2  # a bad flag value is a usage error (issue 43)
     assert res.stderr.decode().splitlines() == [
         "swerl filter: --where: column 14: expected a field, a literal, '[' or '(', found end of expression "
         "in 'stats.turns <'"

@@ -8,7 +8,7 @@ import typer
 
 from swerl_cli.cli._common import INPUT, OUTPUT, boundary, err_console
 from swerl_cli.cli._flags import Flags, config_options
-from swerl_cli.core.config import resolve_config
+from swerl_cli.core.errors import ConfigError, UsageError
 from swerl_cli.filtering.select import FilterSpec, filter_stream
 from swerl_cli.streams.jsonl import is_live_input
 from swerl_cli.streams.outputs import open_output
@@ -38,7 +38,10 @@ def _filter(
     flags: Flags | None = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No 'kept N of M' summary on stderr.")] = False,
 ) -> None:
-    spec = resolve_config(FilterSpec, None, **(flags or {}))  # a bad rule is a usage error (exit 2)
+    try:
+        spec = FilterSpec(**(flags or {}))
+    except ConfigError as e:  # every rule is a flag: a bad one is a usage error (exit 2), its message names it
+        raise UsageError(str(e)) from None
     with open_output(output, "replace", flush_each=is_live_input(input), inputs=[input]) as out:
         result = filter_stream(input, spec, out.write_line)
     if not quiet:
