@@ -3,7 +3,6 @@ configuration, attributes or hooks, nor GIT_* variables of the caller, runs a pr
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -60,7 +59,9 @@ def test_mine_runs_no_program_of_the_mined_repository(tmp_path: Path, hostile_en
     assert "+++ b/tests/test_ops.py" in cand.test_patch
 
 
-def test_synth_snapshot_and_diffs_run_no_program(tmp_path: Path, hostile_env: Path) -> None:
+def test_synth_snapshot_and_diffs_run_no_program(
+    tmp_path: Path, hostile_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = tmp_path / "src"
     (src / "pkg").mkdir(parents=True)
     (src / "pkg" / "m.py").write_text("def f(a, b):\n    return a - b\n")
@@ -72,14 +73,10 @@ def test_synth_snapshot_and_diffs_run_no_program(tmp_path: Path, hostile_env: Pa
     prog.chmod(0o755)
     # a user's global config with a filter and a driver: synth's snapshot must not run them either
     (home / ".gitconfig").write_text(f'[filter "lfs"]\n\tclean = {prog}\n[diff "evil"]\n\ttextconv = {prog}\n')
-    env_home = os.environ.get("HOME")
-    os.environ["HOME"] = str(home)
-    try:
-        repo = tmp_path / "snap"
-        snapshot(str(src), repo)
-        bug, gold = diff_pair(repo, "pkg/m.py", "def f(a, b):\n    return a + b\n")
-    finally:
-        os.environ["HOME"] = env_home or ""
+    monkeypatch.setenv("HOME", str(home))
+    repo = tmp_path / "snap"
+    snapshot(str(src), repo)
+    bug, gold = diff_pair(repo, "pkg/m.py", "def f(a, b):\n    return a + b\n")
     assert not hostile_env.exists(), hostile_env.read_text()
     shown = subprocess.run(["git", "-C", str(repo), "show", "HEAD:pkg/m.py"], capture_output=True, text=True)
     assert shown.stdout == "def f(a, b):\n    return a - b\n"  # committed as it is, no clean filter
