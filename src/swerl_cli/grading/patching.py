@@ -71,18 +71,15 @@ class RepoView:
         return parse_numstat_z(res.output) if res.exit_code == 0 else None
 
     def through_symlink(self, paths: list[str]) -> list[str]:
-        """The paths a patch names that lead through a symlink: one of the work tree, or one the patch itself makes
-        (a path of the patch that is also a leading directory of another of its paths)."""
-        named = set(paths)
-        out = [p for p in paths if any("/".join(p.split("/")[:i]) in named for i in range(1, p.count("/") + 1))]
-        leads = sorted({"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)} - named)
-        if leads:
-            found = self.sh(
-                "for p in " + " ".join(shlex.quote(x) for x in leads) + '; do [ -L "$p" ] && echo "$p"; done'
-            )
-            links = set(found.output.splitlines())
-            out += [p for p in paths if any("/".join(p.split("/")[:i]) in links for i in range(1, p.count("/") + 1))]
-        return sorted(set(out))
+        """The paths a patch names whose leading directory is a symlink of the work tree. (A symlink the patch makes
+        and then writes through is refused by git; GNU patch, harness mode, refuses one that leads out of the work
+        tree, and `.git` is out of it while GNU patch runs.)"""
+        leads = sorted({"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)})
+        if not leads:
+            return []
+        found = self.sh("for p in " + " ".join(shlex.quote(x) for x in leads) + '; do [ -L "$p" ] && echo "$p"; done')
+        links = set(found.output.splitlines())
+        return sorted(p for p in paths if any("/".join(p.split("/")[:i]) in links for i in range(1, p.count("/") + 1)))
 
     def apply(self, patch_path: str, mode: str) -> tuple[str | None, list[str]]:
         """(the method that applied the patch or None, the log of every try); the tree is reset between tries."""

@@ -40,7 +40,7 @@ SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # commands also pass --no-ext-diff --no-textconv.
 SAFE_CONFIG: tuple[str, ...] = (
     "core.hooksPath=/dev/null",
-    "core.fsmonitor=false",
+    "core.fsmonitor=",  # empty: off, both as git >= 2.37's boolean and as older gits' hook path
     "core.untrackedCache=false",
     "core.attributesFile=/dev/null",
     "core.excludesFile=/dev/null",
@@ -112,7 +112,7 @@ def shadow_setup(git_dir: str, work_tree: str, base_commit: str) -> str:
     commit = shlex.quote(base_commit + "^{commit}")
     return (
         f"rm -rf {g} && mkdir -p -m 700 {g} && mkdir -p {g}/objects/info {g}/objects/pack {g}/refs {g}/info "
-        f'&& o="$({real} rev-parse --path-format=absolute --git-path objects)" && [ -d "$o" ] '
+        f'&& o="$(cd {w} && cd "$({safe_git()} rev-parse --git-path objects)" && pwd -P)" && [ -d "$o" ] '
         f'&& c="$({real} rev-parse -q --verify {commit})" '
         f"&& printf '%s\\n' \"$o\" > {g}/objects/info/alternates && printf '%s\\n' \"$c\" > {g}/HEAD "
         f"&& printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n' > {g}/config "
