@@ -1,6 +1,8 @@
 """`convert --from swerl`: the records of the inputs that can become predictions; each line that cannot (not JSON,
 not a swerl trajectory or graded record, no instance_id, a patch that is not text) goes to `skip` with its file and
-line, and the rest still convert (exit 4 at the end, as for every other source format)."""
+line, and the rest still convert (exit 4 at the end, as for every other source format). A source that cannot be read
+at all (missing, a directory, an empty or unparsable .json document) stops the run (exit 3): nothing of it is
+usable, and a mistyped name should not pass for a partial success."""
 
 from __future__ import annotations
 
@@ -15,19 +17,15 @@ from swerl_cli.streams.records import Located
 def usable_records(
     sources: Iterable[str], model_name: str | None, skip: Callable[[InputError], None]
 ) -> Iterator[Located]:
-    """Each source's records that `to_prediction` accepts; `skip(error)` for every other line (or a whole source
-    that cannot be read: a missing file, a JSON document that does not parse)."""
+    """Each source's records that `to_prediction` accepts; `skip(error)` for every other line."""
     for src in sources:
-        try:
-            for loc in _rows(src, skip):
-                try:
-                    to_prediction(loc, model_name)
-                except InputError as e:
-                    skip(e)
-                    continue
-                yield loc
-        except InputError as e:  # the source itself: missing, a directory, unreadable
-            skip(e)
+        for loc in _rows(src, skip):
+            try:
+                to_prediction(loc, model_name)
+            except InputError as e:
+                skip(e)
+                continue
+            yield loc
 
 
 def _rows(src: str, skip: Callable[[InputError], None]) -> Iterator[Located]:

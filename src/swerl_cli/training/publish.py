@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from swerl_cli.core.errors import OutputError
+from swerl_cli.core.errors import OutputError, SwerlError
 
 
 def partial_dir(out: Path) -> Path:
@@ -78,6 +78,8 @@ def full_disk_cleanup(out: Path) -> Iterator[None]:
             raise
         partial = partial_dir(out)
         _remove(partial)
+        if isinstance(e, SwerlError):  # already its one line (`--metrics /dev/full: cannot write: ...`)
+            raise
         why = next((os.strerror(c) for c in _FULL if os.strerror(c) in str(e) or f"os error {c})" in str(e)), str(e))
         raise OutputError(
             f"--output {out}: cannot write the checkpoint: {why}; {partial.name} removed, {out.name} unchanged"
