@@ -37,9 +37,21 @@ class StepPlan:
 
 
 def split_global_batches(
-    samples: list[Sample], batch_size: int | None, batch_tokens: int | None, seed: int, shuffle: bool
+    samples: list[Sample],
+    batch_size: int | None,
+    batch_tokens: int | None,
+    seed: int,
+    shuffle: bool,
+    groups: list[int] | None = None,
 ) -> list[list[int]]:
-    """Order (seeded shuffle) and cut sample indices into global batches by sequence count or token count."""
+    """Order (seeded shuffle) and cut sample indices into global batches by sequence count or token count.
+
+    `groups` (a group id per sample, dapo's --step-fill groups): whole groups are shuffled and a batch closes at a
+    group boundary, so no group is split across optimizer steps (a step holds at most `batch_size` samples unless
+    one group alone is larger).
+    """
+    if groups is not None:
+        return _split_whole_groups(groups, batch_size or 1, seed, shuffle)
     order = list(range(len(samples)))
     if shuffle:
         random.Random(seed).shuffle(order)
@@ -53,6 +65,26 @@ def split_global_batches(
         if full:
             batches.append(cur)
             cur, cur_tokens = [], 0
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _split_whole_groups(groups: list[int], batch_size: int, seed: int, shuffle: bool) -> list[list[int]]:
+    """Whole groups into batches of <= batch_size samples: a group that would overflow the batch starts the next."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    order = list(members)  # first appearance: the canonical group order of the selection
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for g in order:
+        if cur and len(cur) + len(members[g]) > batch_size:
+            batches.append(cur)
+            cur = []
+        cur = cur + members[g]
     if cur:
         batches.append(cur)
     return batches
@@ -85,11 +117,12 @@ def plan_steps(
     seed: int = 0,
     shuffle: bool = True,
     epochs: int = 1,
+    groups: list[int] | None = None,
 ) -> list[StepPlan]:
-    """The whole run's schedule, identical on every rank."""
+    """The whole run's schedule, identical on every rank (`groups`: whole groups per step, split_global_batches)."""
     plans: list[StepPlan] = []
     for epoch in range(epochs):
-        for batch in split_global_batches(samples, batch_size, batch_tokens, seed + epoch, shuffle):
+        for batch in split_global_batches(samples, batch_size, batch_tokens, seed + epoch, shuffle, groups):
             shares: list[list[int]] = [[] for _ in range(world_size)]
             load = [0] * world_size
             for i in sorted(batch, key=lambda j: (-len(samples[j]), j)):

@@ -1,7 +1,8 @@
 """What a training checkpoint carries beside its weights, and how the next DAPO update reads it.
 
     OUTPUT/swerl_run_config.json   the run's config, world size, and (dapo) the update's logprob gap and global step
-    OUTPUT/optimizer_state/        (dapo, carry_optimizer) the AdamW moments, a DeepSpeed checkpoint
+    OUTPUT/optimizer_state/        (dapo, carry_optimizer; rft --save-optimizer) the AdamW moments, a DeepSpeed
+                                   checkpoint
 
 `PriorRun.read(model)` reads checkpoint k's run config once; the update takes the previous logprob gap, the global
 step count and the saved optimizer state (`load_optimizer_state`, same world size only) from that one object.
@@ -50,28 +51,58 @@ class PriorRun:
             world_size=cfg.get("world_size"),
         )
 
-    def load_optimizer_state(self, engine: Any, cfg: DapoConfig, log: Callable[[str], None]) -> bool:
-        """Restore the AdamW moments the previous update saved beside checkpoint k (same world size only); the
-        hyperparameters stay this run's (`cfg`). True when state was carried."""
-        from swerl_cli.training import dist
-
+    def load_optimizer_state(self, engine: Any, cfg: DapoConfig, log: Callable[[str], None]) -> str:
+        """Restore the AdamW moments saved beside checkpoint k (carry_optimizer; same world size only), else those
+        `rft --save-optimizer` saved in `cfg.init_optimizer` (moments only: the weights stay checkpoint k's). The
+        hyperparameters stay this run's (`cfg`). Returns where the optimizer started: checkpoint, init or fresh."""
         state = Path(self.model) / OPTIMIZER_STATE_DIR
-        if not cfg.carry_optimizer or not (state / "latest").is_file():
-            return False
-        world = dist.world_size()
-        if self.world_size != world:
-            log(
-                f"dapo: optimizer state in {state} was saved by {self.world_size} ranks, this run has {world}: "
-                "starting fresh"
-            )
-            return False
-        path, _ = engine.engine.load_checkpoint(
-            str(state), load_optimizer_states=True, load_lr_scheduler_states=False, load_module_strict=True
-        )
-        if path is None:
-            raise ConfigError(f"{state}: optimizer state could not be loaded; delete it or pass --no-carry-optimizer")
+        if cfg.carry_optimizer and (state / "latest").is_file() and self._same_world(state, self.world_size, log):
+            _load(engine, state, moments_only=False)
+            start = "checkpoint"
+        elif cfg.init_optimizer:
+            init = Path(cfg.init_optimizer) / OPTIMIZER_STATE_DIR
+            if not (init / "latest").is_file():
+                raise ConfigError(
+                    f"--init-optimizer {cfg.init_optimizer}: no {OPTIMIZER_STATE_DIR}/ there; train it with "
+                    "`swerl rft --save-optimizer`"
+                )
+            if not self._same_world(init, PriorRun.read(cfg.init_optimizer).world_size, log):
+                return "fresh"
+            _load(engine, init, moments_only=True)
+            start = "init"
+        else:
+            return "fresh"
         for group in engine.engine.optimizer.param_groups:  # this run's hyperparameters, not the saved ones
             group.update(
                 lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps
             )
-        return True
+        return start
+
+    @staticmethod
+    def _same_world(state: Path, saved_world: Any, log: Callable[[str], None]) -> bool:
+        from swerl_cli.training import dist
+
+        if saved_world == dist.world_size():
+            return True
+        log(f"dapo: optimizer state in {state} was saved by {saved_world} ranks, this run has {dist.world_size()}: "
+            "starting fresh")  # fmt: skip
+        return False
+
+
+def _load(engine: Any, state: Path, moments_only: bool) -> None:
+    """DeepSpeed-load the optimizer state under `state`. `moments_only`: keep the engine's weights (no module load,
+    and ZeRO's fp32 master copy rebuilt from them, not read from the checkpoint)."""
+    ds = engine.engine
+    zero = ds._config.zero_config
+    keep = zero.load_from_fp32_weights
+    if moments_only:
+        zero.load_from_fp32_weights = False
+    try:
+        path, _ = ds.load_checkpoint(
+            str(state), load_optimizer_states=True, load_lr_scheduler_states=False, load_module_strict=True,
+            custom_load_fn=(lambda **_kw: None) if moments_only else None,
+        )  # fmt: skip
+    finally:
+        zero.load_from_fp32_weights = keep
+    if path is None:
+        raise ConfigError(f"{state}: optimizer state could not be loaded; delete it or pass --no-carry-optimizer")

@@ -3,12 +3,15 @@
     select_samples (advantages.py): R_final = test reward + step penalty; A = (R - mean_G)/(std_G + delta);
                                     zero-advantage samples dropped (no refill), infra errors excluded
     theta_old pass:                 no-grad forward over every kept sequence -> trainer logprobs; their mean
-                                    |diff| to the sampler's logprobs is logged (decoding-bias guard, §5.2)
-    1 epoch:                        kept samples shuffled into steps of `batch_size` trajectories; each step is one
-                                    AdamW update of the configured loss (training/losses; `loss: dapo`: the clipped
-                                    token-level objective) summed over the step's action tokens and divided by their
-                                    count (token_norm=step) or by the iteration's (token_norm=iteration); no KL, no
-                                    entropy, no reference model
+                                    |diff| to the sampler's logprobs is logged (decoding-bias guard, §5.2); skipped
+                                    when pi_old is the sampler's (old_logprobs sampler, or auto: dapo_old.py)
+    1 epoch:                        kept groups shuffled whole into steps of <= `batch_size` trajectories
+                                    (step_fill groups: each step's advantages sum to zero; `samples`: shuffled
+                                    samples); each step is one AdamW update of the configured loss
+                                    (training/losses; `loss: dapo`: the clipped token-level objective) summed
+                                    over the step's action tokens and divided by their count (token_norm=step)
+                                    or by the iteration's (token_norm=iteration); no KL, no entropy, no
+                                    reference model
     export:                         save_pretrained dir written to OUTPUT.partial, renamed to OUTPUT when complete
 
 Every choice the paper leaves open is a DapoConfig field, documented in docs/training.md. The steps' loss and
@@ -21,7 +24,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ from swerl_cli.training.batching import StepPlan, plan_steps
 from swerl_cli.training.checkpoint import OPTIMIZER_STATE_DIR, PriorRun
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.dapo_loss import old_logprob_pass
+from swerl_cli.training.dapo_old import resolve_old_logprobs
 from swerl_cli.training.dapo_steps import DapoSteps, diff_warning
 from swerl_cli.training.loop import MetricsLog, run_steps
 from swerl_cli.training.losses import get_loss
@@ -70,6 +74,7 @@ class _Data:
     samples: list[Any]
     tokenizer: Any
     plans: list[StepPlan]
+    groups: list[int]  # each kept sample's group (index in the selection's canonical group order)
 
     @property
     def pad(self) -> int:
@@ -85,7 +90,7 @@ def _prepare(records: Iterable[Located], cfg: DapoConfig, log: Log) -> _Data:
     if c["samples"] == 0:
         raise InputError(None, None, None, f"no gradeable trajectories ({c['records']} records read, all excluded)")
     tok = load_tokenizer(cfg.model)
-    samples = _load_kept(sel, tok, cfg)
+    samples, groups = _load_kept(sel, tok, cfg)
     dist.ensure_dist_env()
     plans = plan_steps(
         samples,
@@ -94,24 +99,28 @@ def _prepare(records: Iterable[Located], cfg: DapoConfig, log: Log) -> _Data:
         batch_size=cfg.batch_size,
         seed=cfg.seed,
         shuffle=cfg.shuffle,
+        groups=groups if cfg.step_fill == "groups" else None,
     )
     log(
         f"dapo: {c['samples']} samples in {c['groups']} groups ({c['excluded_grade_error']} grade errors, "
         f"{c['excluded_collect_error']} collect errors excluded); kept {c['samples_kept']}, dropped "
         f"{c['samples_dropped_zero_adv']} zero-advantage samples ({c['groups_dropped']} whole groups); "
-        f"{len(plans)} optimizer steps"
+        f"{len(plans)} optimizer steps ({cfg.step_fill})"
     )
-    return _Data(sel, samples, tok, plans)
+    return _Data(sel, samples, tok, plans, groups)
 
 
-def _load_kept(sel: Selection, tok: Any, cfg: DapoConfig) -> list[Any]:
-    """Kept graded records -> training samples (all action tokens trainable), each carrying its advantage."""
+def _load_kept(sel: Selection, tok: Any, cfg: DapoConfig) -> tuple[list[Any], list[int]]:
+    """Kept graded records -> training samples (all action tokens trainable), each carrying its advantage, and
+    each one's group index."""
     from swerl_cli.training.data import DataStats, UnrebuildableError, fit_length, trajectory_to_sample
     from swerl_cli.training.follow_stream import staleness_weight
 
     stats = DataStats()
     needs_infer = get_loss(cfg.loss, cfg, "dapo").needs_sampler_logprobs
-    samples = []
+    samples: list[Any] = []
+    groups: list[int] = []
+    keys: dict[tuple[str, str], int] = {}
     sel.counts["samples_skipped_unrebuildable"] = 0
     for s in sel.samples:
         # RL trains every action token, format errors included (the paper masks them only in RFT).
@@ -136,9 +145,10 @@ def _load_kept(sel: Selection, tok: Any, cfg: DapoConfig) -> list[Any]:
             sample.infer_logprobs = list(sample.logprobs)
         sample.advantage = s.advantage * staleness_weight(s.loc)  # 1 unless dapo --follow --stale-decay set it
         samples.append(sample)
+        groups.append(keys.setdefault((s.run, s.instance_id), len(keys)))
     if sel.samples and not samples:
         raise InputError(None, None, None, "every kept trajectory was skipped by --skip-unrebuildable")
-    return samples
+    return samples, groups
 
 
 def _run_dapo(records: Iterable[Located], cfg: DapoConfig, log: Log, trackers: TrackerSpec | None) -> dict | None:
@@ -161,7 +171,9 @@ def _run_dapo(records: Iterable[Located], cfg: DapoConfig, log: Log, trackers: T
             run_config=config_to_dict(cfg),
             step_offset=prior.global_step,
         )
-        steps, last = _train(engine, data, cfg, metrics_log, timing, log)
+        old_mode, why = resolve_old_logprobs(cfg, data.samples, prior.logprob_diff)
+        log(f"dapo: pi_old from the {old_mode} ({why})")
+        steps, last = _train(engine, data, replace(cfg, old_logprobs=old_mode), metrics_log, timing, log)
         diff = steps.mean_diff()
         warning = diff_warning(diff, prior.logprob_diff, cfg)
         if warning:
@@ -169,6 +181,7 @@ def _run_dapo(records: Iterable[Located], cfg: DapoConfig, log: Log, trackers: T
         stats = steps.summary(data.sel, diff, prior.logprob_diff, warning)
         metrics_log.write_summary({**stats, "steps": len(data.plans), **data.sel.counts}, len(data.plans))
         run_config = _run_config(cfg, data, diff, prior, carried)
+        run_config["dapo"]["old_logprobs_used"] = old_mode
         _save(engine, partial, run_config, cfg, len(data.plans), timing)
     finally:
         if metrics_log is not None:
@@ -189,6 +202,7 @@ def _run_dapo(records: Iterable[Located], cfg: DapoConfig, log: Log, trackers: T
         "counts": data.sel.counts,
         **stats,
         "policy_version": data.sel.version,
+        "old_logprobs_used": old_mode,
         "timing": timing,
         "config": run_config,
     }
@@ -220,7 +234,7 @@ def _train(
     return steps, last
 
 
-def _run_config(cfg: DapoConfig, data: _Data, diff: float | None, prior: PriorRun, carried: bool) -> dict[str, Any]:
+def _run_config(cfg: DapoConfig, data: _Data, diff: float | None, prior: PriorRun, carried: str) -> dict[str, Any]:
     """What checkpoint k+1's swerl_run_config.json records (the next update reads it back: checkpoint.py)."""
     n = len(data.plans)
     return {
@@ -231,7 +245,8 @@ def _run_config(cfg: DapoConfig, data: _Data, diff: float | None, prior: PriorRu
             "policy_version": data.sel.version,
             "steps": n,
             "global_step": prior.global_step + n,
-            "optimizer_state_carried": carried,
+            "optimizer_state_carried": carried != "fresh",
+            "optimizer_start": carried,  # checkpoint (k's own), init (--init-optimizer) or fresh
         },
     }
 

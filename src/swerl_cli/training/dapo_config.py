@@ -14,7 +14,8 @@ from swerl_cli.training.losses.base import check_loss
 from swerl_cli.training.train_config import TrainConfig, at_least
 
 STD_KINDS = ("population", "sample")
-OLD_LOGPROBS = ("trainer", "sampler")
+OLD_LOGPROBS = ("auto", "trainer", "sampler")
+STEP_FILLS = ("groups", "samples")
 TOKEN_NORMS = ("step", "iteration")
 
 
@@ -37,8 +38,17 @@ class DapoConfig(TrainConfig):
     # population (ddof 0) or sample (ddof 1); paper silent
     std: str = flag("population", "Group std: population or sample.")
     adv_delta: float = flag(1e-6, "delta in (R - mean) / (std + delta).")  # paper silent
-    # pi_old: recomputed by the trainer before the update, or the sampler's
-    old_logprobs: str = flag("trainer", "pi_old logprobs: trainer (recomputed) or sampler (recorded).")
+    # pi_old: recomputed by the trainer before the update, the sampler's, or auto (dapo_old.py decides)
+    old_logprobs: str = flag(
+        "auto",
+        "pi_old logprobs: trainer (recomputed), sampler (recorded), or auto: sampler when every kept turn has them "
+        "and the gap the previous update logged is below --old-logprobs-max-gap.",
+    )
+    old_logprobs_max_gap: float = flag(1e-3, "auto: largest logged mean |trainer - sampler| logprob gap for sampler.")
+    step_fill: str = flag("groups", "Optimizer steps hold whole groups (groups) or shuffled samples (samples).")
+    init_optimizer: str | None = flag(
+        None, "When checkpoint k carries no AdamW state: take the moments saved by `rft --save-optimizer` in DIR."
+    )
     # normalise by the action tokens of each optimizer step's batch, or of the iteration
     token_norm: str = flag("step", "Loss normaliser: action tokens of each step, or of the iteration.")
     # Loss (training/losses): dapo (the paper's) or an off-policy correction beside it: tis, mis, ipo.
@@ -48,6 +58,7 @@ class DapoConfig(TrainConfig):
     ipo_eps: float = flag(0.3, "ipo: mask tokens with |pi_train - pi_infer| above this (0.3).")
     # Optimisation (paper: lr 1e-6 constant, AdamW 0.9/0.999/1e-8, wd 0.1, clip 1.0, 1 epoch).
     lr: float = flag(1e-6, "Learning rate (paper 1e-6, constant).")
+    adam_eps: float = flag(1e-8, "AdamW eps (paper silent; 1e-8 is torch's).")
     batch_size: int = flag(128, "Trajectories per optimizer step (paper 128, then 256).")
     # the gradient accumulation unit
     micro_batch_tokens: int = flag(16384, "Token budget of one packed forward/backward.")
@@ -93,6 +104,7 @@ class DapoConfig(TrainConfig):
         for name, value, allowed in (
             ("std", self.std, STD_KINDS),
             ("old_logprobs", self.old_logprobs, OLD_LOGPROBS),
+            ("step_fill", self.step_fill, STEP_FILLS),
             ("token_norm", self.token_norm, TOKEN_NORMS),
         ):
             if value not in allowed:
@@ -102,6 +114,8 @@ class DapoConfig(TrainConfig):
             raise bad("adv_delta", f"must be > 0 so all-equal groups give advantage 0, got {self.adv_delta}")
         at_least(bad, 1, batch_size=self.batch_size, micro_batch_tokens=self.micro_batch_tokens)
         TrainConfig.validate(self, "dapo")
+        if self.old_logprobs_max_gap < 0:
+            raise bad("old_logprobs_max_gap", f"must be >= 0, got {self.old_logprobs_max_gap}")
         if self.logprob_diff_warn < 0 or self.logprob_diff_jump < 1:
             raise bad("logprob_diff_warn", "needs logprob_diff_warn >= 0 and logprob_diff_jump >= 1")
 

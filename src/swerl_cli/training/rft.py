@@ -4,8 +4,9 @@ The loss (`loss: sft`, training/losses/sft.py) of one optimizer step is the mean
 trainable token of the step's global batch (all ranks, all micro-batches): sum(-logp * mask) / N_step.
 Format-error turns are masked (Figure 2); prompts and observations never carry loss. Outputs under OUTPUT: the
 final `save_pretrained` checkpoint with its tokenizer and `swerl_run_config.json`, `metrics.jsonl`, and
-`ds_checkpoints/step-N` for `--resume`; all written to OUTPUT.partial and renamed into place when complete
-(training/publish.py), so OUTPUT is always one run's complete checkpoint.
+`ds_checkpoints/step-N` for `--resume`, `optimizer_state/` (--save-optimizer: what `dapo --init-optimizer` starts
+from); all written to OUTPUT.partial and renamed into place when complete (training/publish.py), so OUTPUT is
+always one run's complete checkpoint.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import SUMMARY, Located, schema_tag
 from swerl_cli.training import dist
 from swerl_cli.training.batching import StepPlan, plan_steps
+from swerl_cli.training.checkpoint import OPTIMIZER_STATE_DIR
 from swerl_cli.training.data import DataStats, load_samples
 from swerl_cli.training.loop import MetricsLog, run_steps, tracker_spec
 from swerl_cli.training.losses import Loss, LossInputs, get_loss
@@ -120,6 +122,8 @@ def _run_rft(
         stop = len(plans) if cfg.max_steps is None else min(len(plans), cfg.max_steps)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         last = _train(engine, cfg, plans, samples, pad, log, start, stop, on_step, partial)
+        if cfg.save_optimizer:  # the AdamW moments `dapo --init-optimizer OUTPUT` starts from
+            engine.save_checkpoint(partial / OPTIMIZER_STATE_DIR, stop, {"world_size": dist.world_size()}, keep=1)
         engine.export(partial, run_config)
     finally:
         if log is not None:

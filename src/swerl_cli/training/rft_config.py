@@ -47,6 +47,9 @@ class RftConfig(TrainConfig):
     )
     # Outputs.
     save_every: int = flag(0, "Resumable DeepSpeed checkpoint every N steps (0: none).")
+    save_optimizer: bool = flag(  # OUTPUT/optimizer_state: what `dapo --init-optimizer OUTPUT` starts from
+        False, "Save the final AdamW state in OUTPUT/optimizer_state for `dapo --init-optimizer`."
+    )
     keep_checkpoints: int = 2
     resume: bool = flag(False, "Continue from the last checkpoint under OUTPUT/ds_checkpoints.")
     report_to: str = flag("none", "Also log to: none, tensorboard (beside metrics.jsonl) or wandb.")
