@@ -5,6 +5,8 @@
 #   make rl ITERS=5             iterations 0..ITERS-1, resumable: a finished step's output is skipped
 #   make rl STAGE=2 ...         stage-2 settings (context, T_max, eps_high, batch, task pool)
 #   make rl-stage2-pool         the stage-2 pool: drop tasks solved >= 2/3 over the run history and never solved
+#   make rl ACTIVE_POOL=1 G=8   the active pool: iteration k collects only the POOL tasks neither always nor never
+#                               solved in iterations < k (unseen ones stay; iter-k/pool.jsonl, scripts/active_pool.py)
 #   make rl ASYNC=1 STALENESS=K POLICY=vllm-server
 #                               the asynchronous loop (scripts/rl-async.sh): collection runs continuously against the
 #                               server while `swerl dapo --follow` trains on groups at most K optimizer steps stale
@@ -44,6 +46,7 @@ GRADE_ARGS ?=
 DAPO_ARGS ?=
 EVAL_ARGS ?=
 ASYNC ?= 0
+ACTIVE_POOL ?= 0
 STALENESS ?= 1
 GROUPS_PER_UPDATE ?=
 LOSS ?= tis
@@ -73,6 +76,10 @@ NEXT = $(shell echo $$(( $(K) + 1 )))
 NEXT_DIR = $(RUNS)/iter-$(NEXT)
 CKPT = $(if $(filter 0,$(K)),$(MODEL),$(ITER_DIR)/ckpt)
 VLLM_URL = http://127.0.0.1:$(VLLM_PORT)
+# ACTIVE_POOL=1: the tasks iteration k samples, written from POOL and the graded rollouts of iterations < k
+ITER_POOL = $(if $(filter 1,$(ACTIVE_POOL)),$(ITER_DIR)/pool.jsonl,$(POOL))
+active_pool = $(if $(filter 1,$(ACTIVE_POOL)),$(PY) scripts/active_pool.py $(POOL) $(ITER_DIR)/pool.jsonl \
+  $$(for j in $$(seq 0 $$(( $(K) - 1 ))); do f=$(RUNS)/iter-$$j/graded.jsonl; if [ -s $$f ]; then echo $$f; fi; done),true)
 
 # The policy flags collect gets for checkpoint $(1): `hf` loads it in-process (CPU path); `vllm-server` uses one
 # vLLM OpenAI server for the whole run (scripts/rl-vllm.sh): started once, and after each update the new checkpoint
@@ -124,8 +131,8 @@ rl-collect: rl-eval-start
 	@mkdir -p $(ITER_DIR)
 	@if [ -s $(ITER_DIR)/graded.jsonl ]; then echo "rl: $(ITER_DIR)/graded.jsonl exists, skipping rollouts"; else \
 	  set -eo pipefail; test -e $(CKPT)/config.json || { echo "rl: checkpoint $(CKPT) missing" >&2; exit 1; }; \
-	  $(call serve,$(CKPT)); \
-	  if [ -n "$(PROBLEMS)" ]; then shuf -n $(PROBLEMS) --random-source=<(yes $(SEED)-$(K)) $(POOL); else cat $(POOL); fi \
+	  $(call serve,$(CKPT)); $(active_pool); \
+	  if [ -n "$(PROBLEMS)" ]; then shuf -n $(PROBLEMS) --random-source=<(yes $(SEED)-$(K)) $(ITER_POOL); else cat $(ITER_POOL); fi \
 	  | $(SWERL) collect $(call policy_flags,$(CKPT)) --samples $(G) --run iter-$(K) --max-turns $(MAX_TURNS) \
 	      --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) --concurrency $(CONCURRENCY) \
 	      --seed $$(( $(SEED) * 100000 + $(K) * 1000 )) $(COLLECT_ARGS) \
