@@ -1,0 +1,77 @@
+"""scripts/dapo_calibrate.py on the tiny model: an RFT checkpoint with its AdamW state, a fixed graded batch, and
+the forward-only probe of every optimizer-start candidate (issue 41: fresh eps 1e-8 / 1e-2, carried moments)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.records import rollout
+from tests.training.fixtures import launch_swerl, make_trajectory, write_jsonl
+
+pytestmark = [pytest.mark.train, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _graded(tok, n_groups: int = 2, g: int = 4) -> list[dict]:
+    """Graded groups whose turns are real text (```command fences): resolved on even samples."""
+    recs = []
+    for k in range(n_groups):
+        for i in range(g):
+            traj = make_trajectory(tok, 10 * k + i, seed=3)
+            rec = rollout(f"task-{k}", i, resolved=i % 2 == 0, turns=3)
+            rec.update(turns=traj["turns"], messages=traj["messages"])
+            recs.append(rec)
+    return recs
+
+
+def test_frame_tokens_are_fences_and_the_command_word(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from dapo_calibrate import frame_mask, frame_spans
+
+    text = "Step 0: let me check.\n```command\ngrep -rn parse src/\n```"
+    got = [text[a:b] for a, b in sorted(frame_spans(text))]
+    assert got == ["```command\n", "grep", "```"]
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    ids = tok.encode(text, add_special_tokens=False)
+    marked = frame_mask(tok, ids, [1] * len(ids))
+    frame_text = "".join(tok.decode([t]) for t, m in zip(ids, marked, strict=True) if m)
+    assert "```" in frame_text
+    assert "grep" in frame_text
+    assert "parse" not in frame_text
+    assert "check" not in frame_text
+
+
+def test_calibration_ranks_the_optimizer_starts(tiny_model: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    sft = write_jsonl(tmp_path / "sft.jsonl", [make_trajectory(tok, i) for i in range(8)])
+    rft = tmp_path / "rft"
+    launch_swerl(["rft", str(sft), "--model", str(tiny_model), "--output", str(rft), "--lr", "1e-3",
+                  "--warmup-steps", "0", "--batch-size", "2", "--save-optimizer"], 1)  # fmt: skip
+    graded = write_jsonl(tmp_path / "graded.jsonl", _graded(tok))
+    gold = write_jsonl(tmp_path / "gold.jsonl", [make_trajectory(tok, 50 + i, seed=4) for i in range(2)])
+    frame = write_jsonl(tmp_path / "frame.jsonl", [make_trajectory(tok, 70 + i, seed=5) for i in range(2)])
+    cmd = [sys.executable, str(ROOT / "scripts" / "dapo_calibrate.py"), "--model", str(rft), "--graded", str(graded),
+           "--gold", str(gold), "--frame", str(frame), "--out", str(tmp_path / "cal"), "--lr", "1e-3",
+           "--candidates", "eps=1e-8,eps=1e-2,carried", "--", "--group-size", "4", "--batch-size", "8",
+           "--micro-batch-tokens", "512", "--weight-decay", "0"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    rows = {r["candidate"]: r for r in map(json.loads, proc.stdout.decode().splitlines())}
+    assert list(rows) == ["eps=1e-8", "eps=1e-2", "carried"]
+    assert [r["optimizer_start"] for r in rows.values()] == ["fresh", "fresh", "init"]
+    assert all(r["frame_tokens"] > 0 and r["gold_tokens"] > 0 and r["steps"] == 1 for r in rows.values())
+    # fresh Adam at eps 1e-8 is sign descent (every weight moves ~lr); eps 1e-2 damps the small-gradient weights
+    assert rows["eps=1e-2"]["frame_drift"] < rows["eps=1e-8"]["frame_drift"]
+    assert rows["carried"]["frame_drift"] != rows["eps=1e-8"]["frame_drift"]
+    assert (tmp_path / "cal" / "calibration.jsonl").read_text().count("\n") == 3
+    assert "gold/drift" in proc.stderr.decode()
