@@ -2,7 +2,8 @@
 checkpoint on the same graded batch (no rollouts), measured by a forward-only probe.
 
     python scripts/dapo_calibrate.py --model RFT_CKPT --graded GRADED.jsonl --gold GOLD.jsonl --frame FRAME.jsonl \
-        --out DIR [--lr 2e-5] [--candidates eps=1e-8,eps=1e-6,eps=1e-4,eps=1e-2,carried] [-- EXTRA DAPO FLAGS]
+        --out DIR [--tokenizer MODEL_DIR] [--lr 2e-5] [--candidates eps=1e-8,eps=1e-6,eps=1e-4,eps=1e-2,carried] \
+        [-- EXTRA DAPO FLAGS]
 
 Candidates: `eps=X` starts a fresh AdamW with eps X (`swerl dapo --no-carry-optimizer --adam-eps X`); `carried`
 starts from the AdamW moments `swerl rft --save-optimizer` left in RFT_CKPT/optimizer_state
@@ -68,11 +69,12 @@ def frame_mask(tok: Any, ids: list[int], mask: list[int]) -> list[bool]:
 
 
 def load_samples(path: str, tok: Any) -> list[Any]:
-    """Every record of `path` as a training sample (all action tokens, format errors included)."""
+    """Every record of `path` as a training sample (all action tokens, format errors included); a record without
+    token ids (gold-steps demonstrations) is rendered with `tok`'s chat template, as `swerl rft --rerender` does."""
     from swerl_cli.streams.jsonl import read_records
     from swerl_cli.training.data import trajectory_to_sample
 
-    return [trajectory_to_sample(loc, tok, mask_format_errors=False) for loc in read_records(path)]
+    return [trajectory_to_sample(loc, tok, mask_format_errors=False, rerender=True) for loc in read_records(path)]
 
 
 def token_logprobs(model_dir: str, samples: list[Any]) -> list[list[float]]:
@@ -145,7 +147,7 @@ def main(argv: list[str]) -> int:
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tok = load_tokenizer(args.model)
+    tok = load_tokenizer(args.tokenizer or args.model)
     data: dict[str, Any] = {"gold": load_samples(args.gold, tok), "frame": load_samples(args.frame, tok)}
     data["frame_mask"] = [frame_mask(tok, s.input_ids, s.loss_mask) for s in data["frame"]]
     before = {k: token_logprobs(args.model, data[k]) for k in ("gold", "frame")}
@@ -188,6 +190,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--gold", required=True, help="held-out gold-fix trajectories (their action tokens)")
     p.add_argument("--frame", required=True, help="fixed trajectories whose command frame must not drift")
     p.add_argument("--out", required=True, help="directory for the candidates' checkpoints and calibration.jsonl")
+    p.add_argument(
+        "--tokenizer",
+        help="model dir whose chat template renders GOLD/FRAME records without token ids (paper-mini: RUN/rft/"
+        "base-marked, the template with generation markers); default --model",
+    )
     p.add_argument("--lr", type=float, default=2e-5, help="learning rate of every candidate (default 2e-5)")
     p.add_argument("--candidates", default=DEFAULT_CANDIDATES, help=f"comma-separated (default {DEFAULT_CANDIDATES})")
     args = p.parse_args(argv)
