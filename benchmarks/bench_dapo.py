@@ -170,6 +170,7 @@ def _run(cmd: list[str]) -> str:
 def _swerl(data: Path, model_dir: Path, out: Path, old_logprobs: str, batch: int) -> tuple[dict, list[dict]]:
     cmd = [sys.executable, "-m", "swerl_cli", "dapo", str(data), "--model", str(model_dir), "--output", str(out)]
     cmd += ["--batch-size", str(batch), "--no-carry-optimizer", "--old-logprobs", old_logprobs]
+    cmd += ["--step-fill", "samples"]  # the sample shuffle _trl_steps replays with plan_steps
     summary = json.loads(_run(cmd))
     return summary, [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
 
