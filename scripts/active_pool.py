@@ -4,7 +4,8 @@ solved nor never solved over the graded rollouts so far (training/active_pool.py
     python scripts/active_pool.py TASKS.jsonl OUT.jsonl [GRADED.jsonl ...]
 
 OUT is written whole (a temporary file renamed into place); the counts go to stderr as one line. A bad record is one
-stderr line naming file, line and field (exit 3); a wrong command line exits 2.
+stderr line naming file, line and field (exit 3); a wrong command line exits 2; no active task left exits 1 (the loop
+stops there rather than collecting nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ def main(tasks: str, out: str, graded: list[str]) -> int:
     except SwerlError as e:
         print(f"active_pool: {e}", file=sys.stderr)
         return e.exit_code
+    if not kept:
+        print(
+            f"active_pool: none of the {counts['tasks']} tasks of {tasks} is active ({counts['always_solved']} always "
+            f"solved, {counts['never_solved']} never solved): nothing left to learn from; widen POOL",
+            file=sys.stderr,
+        )
+        return 1
     tmp = f"{out}.tmp"
     with open(tmp, "wb") as fh:
         for loc in kept:

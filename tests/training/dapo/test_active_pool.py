@@ -63,3 +63,15 @@ def test_active_pool_bad_graded_record_is_one_line_exit_3(tmp_path: Path) -> Non
     assert len(err) == 1
     assert f"{bad}:2" in err[0]
     assert not (tmp_path / "pool.jsonl").exists()
+
+
+def test_active_pool_with_no_task_left_stops_the_loop(tmp_path: Path) -> None:
+    """Every task always or never solved: exit 1, one stderr line, no pool file (make rl stops, nothing collected)."""
+    hist = [_group(t, "iter-0", 8 if t in "ACE" else 0) for t in "ABCDEF"]
+    graded = _write(tmp_path / "iter-0.jsonl", [r for g in hist for r in g])
+    ids, proc = _pool(tmp_path, [graded])
+    assert proc.returncode == 1
+    assert ids == []
+    assert "3 always solved, 3 never solved" in proc.stderr.decode()
+    assert len(proc.stderr.decode().strip().splitlines()) == 1
+    assert not (tmp_path / "pool.jsonl").exists()
