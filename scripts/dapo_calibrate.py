@@ -2,13 +2,15 @@
 checkpoint on the same graded batch (no rollouts), measured by a forward-only probe.
 
     python scripts/dapo_calibrate.py --model RFT_CKPT --graded GRADED.jsonl --gold GOLD.jsonl --frame FRAME.jsonl \
-        --out DIR [--tokenizer MODEL_DIR] [--lr 2e-5] [--candidates eps=1e-8,eps=1e-6,eps=1e-4,eps=1e-2,carried] \
+        --out DIR [--tokenizer MODEL_DIR] [--lr 2e-5] [--candidates eps=1e-8,...,carried,carried-v] \
         [-- EXTRA DAPO FLAGS]
 
 Candidates: `eps=X` starts a fresh AdamW with eps X (`swerl dapo --no-carry-optimizer --adam-eps X`); `carried`
 starts from the AdamW moments `swerl rft --save-optimizer` left in RFT_CKPT/optimizer_state
-(`--no-carry-optimizer --init-optimizer RFT_CKPT`, eps 1e-8). Each update runs through the real `swerl dapo`
-into DIR/<candidate>. The probe then compares each updated checkpoint with RFT_CKPT:
+(`--no-carry-optimizer --init-optimizer RFT_CKPT`, eps 1e-8); `carried-v` keeps only their second moment (the
+first zeroed: `--init-optimizer-keep second`), so the step has the RFT run's scale without its momentum. Each
+update runs through the real `swerl dapo` into DIR/<candidate>. The probe then compares each updated checkpoint
+with RFT_CKPT:
 
     gold_delta    mean change of log p over the action tokens of GOLD (held-out gold-fix trajectories): the wanted move
     frame_drift   mean |change of log p| over the command-frame tokens (``` fences and the command's first word) of the
@@ -35,7 +37,7 @@ from swerl_cli.core.errors import SwerlError
 
 FRAME = re.compile(r"```[^\n]*\n?")  # a fence line, opening (```command) or closing
 COMMAND_WORD = re.compile(r"```[^\n]*\n[ \t]*(\S+)")  # the first word after an opening fence
-DEFAULT_CANDIDATES = "eps=1e-8,eps=1e-6,eps=1e-4,eps=1e-2,carried"
+DEFAULT_CANDIDATES = "eps=1e-8,eps=1e-6,eps=1e-4,eps=1e-2,carried,carried-v"
 
 
 def frame_spans(text: str) -> list[tuple[int, int]]:
@@ -116,12 +118,14 @@ def probe(before: dict[str, list[list[float]]], after: dict[str, list[list[float
 
 def dapo_flags(candidate: str, model: str) -> list[str]:
     """The `swerl dapo` flags of one candidate (see the module docstring)."""
-    if candidate == "carried":
+    if candidate in ("carried", "carried-v"):
         if not (Path(model) / "optimizer_state" / "latest").is_file():
-            raise SwerlError(f"--candidates carried: {model}/optimizer_state missing; train RFT with --save-optimizer")
-        return ["--no-carry-optimizer", "--init-optimizer", model]
+            why = f"{model}/optimizer_state missing; train RFT with --save-optimizer"
+            raise SwerlError(f"--candidates {candidate}: {why}")
+        keep = "second" if candidate == "carried-v" else "both"
+        return ["--no-carry-optimizer", "--init-optimizer", model, "--init-optimizer-keep", keep]
     if not candidate.startswith("eps="):
-        raise SwerlError(f"--candidates: unknown candidate {candidate!r}; use eps=X or carried")
+        raise SwerlError(f"--candidates: unknown candidate {candidate!r}; use eps=X, carried or carried-v")
     try:
         eps = float(candidate.removeprefix("eps="))
     except ValueError:

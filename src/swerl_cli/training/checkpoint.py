@@ -54,7 +54,8 @@ class PriorRun:
     def load_optimizer_state(self, engine: Any, cfg: DapoConfig, log: Callable[[str], None]) -> str:
         """Restore the AdamW moments saved beside checkpoint k (carry_optimizer; same world size only), else those
         `rft --save-optimizer` saved in `cfg.init_optimizer` (moments only: the weights stay checkpoint k's). The
-        hyperparameters stay this run's (`cfg`). Returns where the optimizer started: checkpoint, init or fresh."""
+        hyperparameters stay this run's (`cfg`). Returns where the optimizer started: checkpoint, init (init-second:
+        `init_optimizer_keep second`, the first moment zeroed) or fresh."""
         state = Path(self.model) / OPTIMIZER_STATE_DIR
         if cfg.carry_optimizer and (state / "latest").is_file() and self._same_world(state, self.world_size, log):
             _load(engine, state, moments_only=False)
@@ -70,6 +71,9 @@ class PriorRun:
                 return "fresh"
             _load(engine, init, moments_only=True)
             start = "init"
+            if cfg.init_optimizer_keep == "second":
+                _zero_first_moment(engine)
+                start = "init-second"
         else:
             return "fresh"
         for group in engine.engine.optimizer.param_groups:  # this run's hyperparameters, not the saved ones
@@ -106,3 +110,13 @@ def _load(engine: Any, state: Path, moments_only: bool) -> None:
         zero.load_from_fp32_weights = keep
     if path is None:
         raise ConfigError(f"{state}: optimizer state could not be loaded; delete it or pass --no-carry-optimizer")
+
+
+def _zero_first_moment(engine: Any) -> None:
+    """Zero Adam's first moment (exp_avg) in every parameter's state: the step keeps the carried second moment's
+    scale but none of the previous run's direction."""
+    opt = engine.engine.optimizer
+    inner = getattr(opt, "optimizer", opt)  # ZeRO wraps the client optimizer; stage 0 steps it as is
+    for state in inner.state.values():
+        if "exp_avg" in state:
+            state["exp_avg"].zero_()

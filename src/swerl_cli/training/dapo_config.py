@@ -49,6 +49,9 @@ class DapoConfig(TrainConfig):
     init_optimizer: str | None = flag(
         None, "When checkpoint k carries no AdamW state: take the moments saved by `rft --save-optimizer` in DIR."
     )
+    init_optimizer_keep: str = flag(  # second: Adam's step scale without RFT's momentum continuing
+        "both", "--init-optimizer: keep both Adam moments (both) or only the second (second; the first zeroed)."
+    )
     # normalise by the action tokens of each optimizer step's batch, or of the iteration
     token_norm: str = flag("step", "Loss normaliser: action tokens of each step, or of the iteration.")
     # Loss (training/losses): dapo (the paper's) or an off-policy correction beside it: tis, mis, ipo.
@@ -105,6 +108,7 @@ class DapoConfig(TrainConfig):
             ("std", self.std, STD_KINDS),
             ("old_logprobs", self.old_logprobs, OLD_LOGPROBS),
             ("step_fill", self.step_fill, STEP_FILLS),
+            ("init_optimizer_keep", self.init_optimizer_keep, ("both", "second")),
             ("token_norm", self.token_norm, TOKEN_NORMS),
         ):
             if value not in allowed:

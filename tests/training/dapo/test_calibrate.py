@@ -62,16 +62,20 @@ def test_calibration_ranks_the_optimizer_starts(tiny_model: Path, tmp_path: Path
     frame = write_jsonl(tmp_path / "frame.jsonl", [make_trajectory(tok, 70 + i, seed=5) for i in range(2)])
     cmd = [sys.executable, str(ROOT / "scripts" / "dapo_calibrate.py"), "--model", str(rft), "--graded", str(graded),
            "--gold", str(gold), "--frame", str(frame), "--out", str(tmp_path / "cal"), "--lr", "1e-3",
-           "--candidates", "eps=1e-8,eps=1e-2,carried", "--", "--group-size", "4", "--batch-size", "8",
+           "--candidates", "eps=1e-8,eps=1e-2,carried,carried-v", "--", "--group-size", "4", "--batch-size", "8",
            "--micro-batch-tokens", "512", "--weight-decay", "0"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     rows = {r["candidate"]: r for r in map(json.loads, proc.stdout.decode().splitlines())}
-    assert list(rows) == ["eps=1e-8", "eps=1e-2", "carried"]
-    assert [r["optimizer_start"] for r in rows.values()] == ["fresh", "fresh", "init"]
+    assert list(rows) == ["eps=1e-8", "eps=1e-2", "carried", "carried-v"]
+    assert [r["optimizer_start"] for r in rows.values()] == ["fresh", "fresh", "init", "init-second"]
     assert all(r["frame_tokens"] > 0 and r["gold_tokens"] > 0 and r["steps"] == 1 for r in rows.values())
     # fresh Adam at eps 1e-8 is sign descent (every weight moves ~lr); eps 1e-2 damps the small-gradient weights
     assert rows["eps=1e-2"]["frame_drift"] < rows["eps=1e-8"]["frame_drift"]
     assert rows["carried"]["frame_drift"] != rows["eps=1e-8"]["frame_drift"]
-    assert (tmp_path / "cal" / "calibration.jsonl").read_text().count("\n") == 3
+    # the RFT run's momentum continues the RFT direction (gold and frame text are the demonstrations' kind): the
+    # carried start raises their logprob, without the first moment it does not
+    assert rows["carried"]["gold_delta"] > 0
+    assert rows["carried-v"]["gold_delta"] < rows["carried"]["gold_delta"]
+    assert (tmp_path / "cal" / "calibration.jsonl").read_text().count("\n") == 4
     assert "gold/drift" in proc.stderr.decode()

@@ -14,7 +14,9 @@ from tests.records import rollout
 
 pytestmark = [pytest.mark.train, pytest.mark.slow]
 
-COMMON = ("--batch-size", "4", "--lr", "1e-2", "--weight-decay", "0.0", "--micro-batch-tokens", "64", "--seed", "3")
+# one group of 8 in steps of 4 samples: the sample fill (a whole group of 8 would be one step)
+COMMON = ("--batch-size", "4", "--lr", "1e-2", "--weight-decay", "0.0", "--micro-batch-tokens", "64", "--seed", "3",
+          "--step-fill", "samples")  # fmt: skip
 FIELDS = {
     "tis": ("is_ratio_mean", "is_ratio_max", "is_ratio_min", "is_capped_frac"),
     "mis": ("is_ratio_mean", "is_ratio_max", "is_ratio_min", "is_masked_frac"),
