@@ -110,7 +110,7 @@ lint: venv  ## ruff (lint + format) and mypy (src/swerl_cli; settings in pyproje
 # subprocess, so a second worker uses the second core. A file, or a folder sharing one engine, stays on one worker
 # (tests/conftest.py SHARED_GROUPS). TEST_WORKERS=0 runs in one process (docs/testing.md).
 TEST_WORKERS ?= 2
-TEST_DIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+TEST_DIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 test: lint  ## ruff, then pytest on TEST_WORKERS=2 workers (docker tests run for real; CI=true fails when no engine)
 	@echo "make test: pytest -m 'not gpu' $(TEST_DIST) $(ARGS) (docker engine: $$(docker info >/dev/null 2>&1 && echo reachable || echo NOT reachable), CI=$${CI:-unset})"
 	$(VENV)/bin/pytest -m "not gpu" -q $(TEST_DIST) $(ARGS)

@@ -48,9 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Budget(), "swerl-budget")
 
 
-# `make test` runs the suite on two pytest-xdist workers with `--dist loadgroup` (docs/testing.md). Every test is put
-# in a group: its file (module fixtures are built once), or for the folders that share one costly session resource
-# (an engine, a registry), the folder, so that resource starts once in the whole run.
+# `make test` runs the suite on two pytest-xdist workers with `--dist loadscope` (docs/testing.md), whose scopes are
+# ours: a test's file (its module fixtures are built once), or for the folders that share one costly session resource
+# (an engine, a registry), the folder, so that resource starts once in the whole run. (xdist's `loadgroup` marks do
+# not reach the scheduler under pytest 9.2, whose node ids are no longer the `_nodeid` xdist rewrites.)
 SHARED_GROUPS = {
     "tests/vllm/": "vllm-tiny-server",
     "tests/realmodel/": "real-model-engines",
@@ -59,17 +60,22 @@ SHARED_GROUPS = {
 
 
 def xdist_group(nodeid: str) -> str:
-    """The xdist group of a test: the shared resource's name, or the test's file."""
+    """The scope one worker runs whole: the shared resource's name, or the test's file."""
     path = nodeid.split("::")[0]
     return next((g for prefix, g in SHARED_GROUPS.items() if path.startswith(prefix)), path)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into the node id
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.has_plugin("xdist") or config.getoption("dist", "no") == "no":
-        return
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under `--dist loadscope`, xdist's scope scheduler with `xdist_group` as the scope."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def _docker_reachable() -> bool:
