@@ -211,7 +211,11 @@ def test_harness_run_compares_with_swerl_grading_of_the_same_predictions(tmp_pat
     """The loop a user runs: preds.json -> convert -> grade (real containers); harness files -> convert; compare."""
     traj = run_swerl("convert", str(FIX / "preds.json"))
     assert traj.returncode == 0, traj.stderr.decode()
-    graded = run_swerl("grade", "--tasks", str(EXAMPLES / "tasks.jsonl"), "--workers", "2", input=traj.stdout)
+    # harness mode: the SWE-bench harness's apply fallbacks and its patch_failed status (strict, the default, says
+    # unresolved with reason patch_failed)
+    graded = run_swerl(
+        "grade", "--tasks", str(EXAMPLES / "tasks.jsonl"), "--workers", "2", "--mode", "harness", input=traj.stdout
+    )
     assert graded.returncode == 0, graded.stderr.decode()[-2000:]
     mine = tmp_path / "swerl.jsonl"
     mine.write_bytes(graded.stdout)
