@@ -118,7 +118,10 @@ def known_model_types() -> frozenset[str]:
     is absent or its layout is not recognised: the check is then skipped and the loader decides."""
     types: set[str] = set()
     for package, files in _TYPE_TABLES:
-        spec = importlib.util.find_spec(package)
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):  # a module already in sys.modules without a spec (a stand-in)
+            continue
         if spec is None or not spec.submodule_search_locations:
             continue
         root = Path(next(iter(spec.submodule_search_locations)))
