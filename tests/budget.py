@@ -24,8 +24,6 @@ SLOW: dict[str, str] = {
     "tests/training/dapo/test_learning.py": "DAPO must measurably learn (reward rises over iterations): real rollouts, "
     "real updates",
     "tests/training/dapo/test_learning_async.py": "the asynchronous loop must learn too: real rollouts and updates",
-    "tests/reliability/test_round3_waits.py::test_collect_vllm_announces": "what it checks is a vLLM engine start "
-    "(about 70 s on a quiet CPU) announced with its elapsed time: one in-process engine, one short episode",
     "tests/grading/test_hacks.py": "the tampering corpus: about 100 gradings in one `swerl grade` call (every attack "
     "on an example task, on it as `python3 -m pytest`, on a mined task) plus the mined task's image build",
 }

@@ -4,7 +4,9 @@ and the offline AsyncLLM engine. `collect | grade | dapo` with no flag runs twic
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,9 +80,10 @@ def test_openai_backend_sends_token_id_prompts_to_vllm(vllm_server, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def offline_run(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
-    """One `collect --policy vllm` (one in-process engine start, eager mode) for both offline-engine tests: the
-    first example task, 2 samples, and a copy whose issue makes a seeded prompt of ~5,000 tokens, 1 sample.
+def offline_run(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One `collect --policy vllm` (one in-process engine start, eager mode) for the offline-engine tests: the
+    first example task and a copy whose issue makes a seeded prompt of ~5,000 tokens, 2 samples each; its stderr
+    and the wait-time file (an earlier start on this machine "took 99 s") for the announcement test.
 
     The long prompt: on vLLM's CPU backend a prefill split over steps (a prompt beyond the 4,096-token default
     budget) rewinds the request's seeded generator with set_offset, which a CPU generator lacks: the engine core
@@ -94,11 +97,13 @@ def offline_run(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     tasks.write_text(json.dumps(row) + "\n" + json.dumps(long) + "\n")
     cfg = d / "collect.yaml"
     cfg.write_text("vllm_engine_args:\n  dtype: float32\n  enforce_eager: true\n")
-    out = d / "traj.jsonl"
+    out, waits = d / "traj.jsonl", d / "waits.json"
+    waits.write_text(json.dumps({f"vllm:{vllm_model.resolve()}": 99.0}))
     res = run_swerl(
         "collect", str(tasks), "--policy", "vllm", "--model", str(vllm_model), "--config", str(cfg),
         "--samples", "2", "--max-turns", "3", "--max-new-tokens", "24", "--max-context-tokens", "8192",
-        "--run", "i13-vllm-offline", "--seed", "7", "-o", str(out), env=VLLM_ENV, timeout=900,
+        "--run", "i13-vllm-offline", "--seed", "7", "-o", str(out), env={**VLLM_ENV, "SWERL_WAITS": str(waits)},
+        timeout=900,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     recs = records(out)
@@ -106,6 +111,9 @@ def offline_run(vllm_model: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     return {
         "short": [r for r in recs if r["instance_id"] == row["instance_id"]],
         "long": [r for r in recs if r["instance_id"] == long["instance_id"]],
+        "err": res.stderr.decode(),
+        "waits": waits,
+        "model": str(vllm_model.resolve()),
     }
 
 
@@ -120,3 +128,16 @@ def test_offline_engine_survives_a_seeded_prompt_longer_than_the_cpu_batch_budge
         assert rec["exit_status"] != "error", rec["error"]
         assert rec["turns"][0]["n_prompt_tokens"] > 4096
         assert rec["policy"]["engine_args"]["enable_chunked_prefill"] is False
+
+
+def test_collect_vllm_announces_the_engine_start_with_elapsed_time_and_estimate(offline_run):
+    """Issue 43: long waits are not silent. The engine start (minutes on a CPU) says what starts, the elapsed time
+    every 15 s with an estimate from the last start, and its total, which becomes the next estimate."""
+    err, model = offline_run["err"], offline_run["model"]
+    what = f"swerl vllm: starting the engine for {model}"
+    assert f"{what} (this can take minutes on a CPU; last time 99 s)" in err
+    took = re.search(rf"{re.escape(what)}: done in (\d+) s", err)
+    assert took, err[-3000:]
+    if int(took.group(1)) >= 16:  # a start that took longer than the beat said how long it had waited
+        assert re.search(rf"{re.escape(what)}: 15 s, about \d+ s left", err), err[-3000:]
+    assert json.loads(offline_run["waits"].read_text())[f"vllm:{model}"] == pytest.approx(int(took.group(1)), abs=1)
