@@ -16,7 +16,6 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 
-
 def test_rl_vllm_script_says_what_the_server_is_doing_while_it_starts(tmp_path: Path) -> None:
     """The script polled /health for up to 900 s without a word."""
     with socket.socket() as s:
