@@ -21,6 +21,8 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import subprocess
 import sys
 import tarfile
 import time
@@ -158,6 +160,46 @@ def build_task(repo_dir: Path) -> dict:
     }
 
 
+def write_clone(repo_dir: Path, dest: Path) -> str:
+    """A git repository of `repo_dir`'s base at `dest`, committed as the task image's is (so its HEAD is the task's
+    base_commit): the clones `--sandbox local --repo-dir` reads. Returns the commit."""
+    meta = yaml.safe_load((repo_dir / "meta.yaml").read_text())
+    epoch = calendar.timegm(time.strptime(meta["created_at"], "%Y-%m-%dT%H:%M:%SZ"))
+    files = repo_files(repo_dir / "base")
+    for rel, data in files.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+    date = f"@{epoch} +0000"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(dest), "GIT_CONFIG_NOSYSTEM": "1"}
+    env |= {"GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1], "GIT_AUTHOR_DATE": date}
+    env |= {"GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1], "GIT_COMMITTER_DATE": date}
+    for cmd in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", f"Initial import of {repo_dir.name}"],
+    ):
+        subprocess.run(["git", *cmd], cwd=dest, env=env, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, capture_output=True, text=True, check=True)
+    commit = git_commit(files, f"Initial import of {repo_dir.name}", epoch)
+    if head.stdout.strip() != commit:
+        raise SystemExit(f"{dest}: HEAD {head.stdout.strip()} != {commit}")
+    return commit
+
+
+def write_clones(root: Path) -> list[Path]:
+    """Every example's clone under `root`, named owner__name as `--repo-dir` looks them up."""
+    made = []
+    for kind in OUTPUTS:
+        for d in sorted(p for p in (EXAMPLES / kind).iterdir() if (p / "meta.yaml").exists()):
+            dest = root / f"swerl-examples__{d.name}"
+            if dest.exists():
+                raise SystemExit(f"{dest} exists; choose an empty directory")
+            dest.mkdir(parents=True)
+            write_clone(d, dest)
+            made.append(dest)
+    return made
+
+
 def render(kind: str) -> str:
     """The JSONL text for `kind` ("repos" -> tasks.jsonl, "toy" -> toy-tasks.jsonl)."""
     dirs = sorted(p for p in (EXAMPLES / kind).iterdir() if (p / "meta.yaml").exists())
@@ -165,7 +207,14 @@ def render(kind: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """Write (or with --check, compare) the generated files."""
+    """Write (or with --check, compare) the generated files; `--clones DIR`: write the examples' git clones."""
+    if argv[:1] == ["--clones"] and len(argv) == 2:
+        made = write_clones(Path(argv[1]))
+        print(
+            f"wrote {len(made)} clones under {argv[1]} (swerl ... --sandbox local --repo-dir {argv[1]})",
+            file=sys.stderr,
+        )
+        return 0
     check = "--check" in argv
     stale = []
     for kind, out in OUTPUTS.items():

@@ -136,6 +136,16 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
 
+@pytest.fixture(scope="session")
+def example_clones(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Git clones of every example repository at its task's base_commit, named owner__name: the `--repo-dir` of
+    `--sandbox local` (written by `python examples/build_tasks.py --clones DIR`, as a user makes them)."""
+    root = tmp_path_factory.mktemp("example-clones") / "clones"
+    res = subprocess.run([sys.executable, str(EXAMPLES / "build_tasks.py"), "--clones", str(root)], capture_output=True)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    return root
+
+
 @pytest.fixture
 def made_images() -> Iterator[list[str]]:
     """Docker image names a test made (it appends them); removed afterwards."""

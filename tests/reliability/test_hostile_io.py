@@ -36,8 +36,8 @@ STDOUT_WRITERS = {
     "filter": ["filter", "{tasks}"],
     "tasks import": ["tasks", "import", "{tasks}"],
     "convert": ["convert", "{tasks}"],
-    "grade": ["grade", "{graded}", "--sandbox", "local"],
-    "collect": ["collect", "{tasks}", "--policy", "gold", "--sandbox", "local"],
+    "grade": ["grade", "{graded}", "--sandbox", "local", "--repo-dir", "{tmp}"],
+    "collect": ["collect", "{tasks}", "--policy", "gold", "--sandbox", "local", "--repo-dir", "{tmp}"],
     "eval": ["eval", "{graded}", "--json"],
 }
 

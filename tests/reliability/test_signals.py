@@ -112,7 +112,7 @@ def test_sighup_on_an_episode_thread_stops_collect_at_once(task: dict, tmp_path:
 def test_failed_episode_is_graded_as_error_without_a_sandbox(tmp_path: Path) -> None:
     traj = {"id": "t/0", "task": TASK, "patch": "", "exit_status": "error", "error": "PolicyError: server down"}
     (tmp_path / "in.jsonl").write_bytes(jsonl([traj]))
-    res = run_swerl("grade", str(tmp_path / "in.jsonl"), "--sandbox", "local", "--repo-dir", "/nonexistent")
+    res = run_swerl("grade", str(tmp_path / "in.jsonl"), "--sandbox", "local", "--repo-dir", str(tmp_path))
     assert res.returncode == 0, res.stderr.decode()
     grade = orjson.loads(res.stdout)["grade"]
     assert grade["status"] == "error"

@@ -36,8 +36,11 @@ def test_trajectory_record_fields_and_order() -> None:
     ]
 
 
-def test_collect_and_convert_write_the_same_shape(tmp_path: Path) -> None:
-    collected = run_swerl("collect", str(EXAMPLES / "toy-tasks.jsonl"), "--policy", "gold", "--sandbox", "local")
+def test_collect_and_convert_write_the_same_shape(tmp_path: Path, example_clones: Path) -> None:
+    collected = run_swerl(
+        "collect", str(EXAMPLES / "toy-tasks.jsonl"), "--policy", "gold", "--sandbox", "local",
+        "--repo-dir", str(example_clones),
+    )  # fmt: skip
     assert collected.returncode == 0, collected.stderr
     converted = run_swerl(
         "convert", str(FIX / "swerl-examples__bizdays-1.traj"), "--tasks", str(EXAMPLES / "tasks.jsonl")

@@ -15,7 +15,8 @@ from swerl_cli.policy import DEFAULT_POLICY
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.checks import check_base_url, check_device_name
 from swerl_cli.policy.engine_size import DTYPES
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, choices
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, choices, get_backend
+from swerl_cli.sandbox.local import REPO_DIR_HELP
 
 ACTION_FORMATS = ("text", "tools")
 EDIT_CHECKS = ("syntax", "off")
@@ -79,6 +80,7 @@ class CollectConfig(JobSettings):
     max_new_tokens: int = flag(_SAMPLING.max_new_tokens, "Tokens per assistant turn.")
     seed: int | None = flag(_SAMPLING.seed, "Base sampling seed (sample s uses seed + s).")
     sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
+    repo_dir: str | None = flag(None, REPO_DIR_HELP, metavar="DIR")
     network: bool = flag(False, "Give sandboxes network access.")
     # None: the image's USER (swerl-built images: unprivileged `swerl`)
     sandbox_user: str | None = flag(
@@ -139,6 +141,7 @@ class CollectConfig(JobSettings):
             raise ConfigError(f"field 'memory_mb': must be >= 64; got {self.memory_mb}")
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
+        get_backend(self.sandbox, repo_dir=self.repo_dir).check_ready()
         if self.policy not in POLICIES:
             raise ConfigError(f"field 'policy': {self.policy!r} is not one of {', '.join(POLICIES)}")
         for url in self.base_url:

@@ -64,7 +64,9 @@ def start_job_sandbox(job: Job, cfg: CollectConfig) -> Any:
     """Start the job's sandbox (blocking; run it in a thread)."""
     from swerl_cli.sandbox import start_sandbox
 
-    return start_sandbox(job.task, backend=cfg.sandbox, limits=cfg.sandbox_limits(), run_id=cfg.run)
+    return start_sandbox(
+        job.task, backend=cfg.sandbox, limits=cfg.sandbox_limits(), run_id=cfg.run, repo_dir=cfg.repo_dir
+    )
 
 
 async def play_job(

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from swerl_cli.core.config import check_positive, flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits, choices
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits, choices, get_backend
+from swerl_cli.sandbox.local import REPO_DIR_HELP
 
 MODES = ("strict", "harness")
 
@@ -26,7 +27,7 @@ class GradeConfig(JobSettings):
     )
     timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
     sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
-    repo_dir: str | None = flag(None, "Repository clones for --sandbox local.")
+    repo_dir: str | None = flag(None, REPO_DIR_HELP, metavar="DIR")
     run_id: str | None = flag(None, "Label for this run's containers [default: generated].")
     memory_mb: int = flag(4096, "Memory limit per sandbox in MiB [default: 4096].")
     cpus: float = flag(1.0, "CPU limit per sandbox [default: 1.0].")
@@ -45,6 +46,7 @@ class GradeConfig(JobSettings):
             raise ConfigError(f"field 'mode': {self.mode!r} is not one of {', '.join(MODES)}")
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
+        get_backend(self.sandbox, repo_dir=self.repo_dir).check_ready()
         check_positive("timeout_s", self.timeout_s)
         check_positive("cpus", self.cpus)
         if not 1 <= self.workers <= 256:

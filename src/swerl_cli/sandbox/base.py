@@ -74,6 +74,10 @@ class SandboxBackend:
     def __init__(self, config: Any = None):
         self.config = config if config is not None else self.Config.from_options()
 
+    def check_ready(self) -> None:
+        """ConfigError when this configuration cannot start any sandbox (a required option missing): a command
+        checks it once, before its first episode, instead of writing the same error for every record."""
+
     def start(
         self, task: Task, limits: SandboxLimits | None, run_id: str | None, env: dict[str, str] | None
     ) -> Sandbox:

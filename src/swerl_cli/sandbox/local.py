@@ -180,6 +180,12 @@ class LocalConfig:
         return cls(repo_dir=repo_dir)
 
 
+REPO_DIR_HELP = (
+    "Repository clones for --sandbox local: a git repository of the task's repo, or a directory of them named "
+    "owner__name (the examples': python examples/build_tasks.py --clones DIR)."
+)
+
+
 class LocalBackend(SandboxBackend):
     """Sandboxes as temporary clones on this machine (`--sandbox local`): no images, no isolation, nothing to prune
     (a clone lives in a temporary directory removed on close)."""
@@ -187,6 +193,15 @@ class LocalBackend(SandboxBackend):
     name = "local"
     uses_images = False
     Config = LocalConfig
+
+    def check_ready(self) -> None:
+        """The local backend clones from `repo_dir`: without it (or with a path that is not a directory) no
+        sandbox can start."""
+        repo_dir = self.config.repo_dir
+        if not repo_dir:
+            raise ConfigError(f"field 'repo_dir': --sandbox local needs --repo-dir. {REPO_DIR_HELP}")
+        if not Path(repo_dir).is_dir():
+            raise ConfigError(f"field 'repo_dir': {repo_dir} is not a directory")
 
     def start(
         self, task: Task, limits: SandboxLimits | None, run_id: str | None, env: dict[str, str] | None
