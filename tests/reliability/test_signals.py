@@ -132,3 +132,37 @@ def test_sigterm_during_tasks_validate_leaves_no_temp_file_or_container(task: di
     assert code == 143, err[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.jsonl"]  # nothing finished: no output, no temp
     assert _containers(run) == []
+
+
+@pytest.mark.docker
+@pytest.mark.podman
+def test_sigterm_during_a_podman_validate_prunes_podmans_sandboxes_and_leaves_dockers(task: dict, tmp_path: Path):
+    """Issue 42: an interrupted `tasks validate --sandbox podman` ran its cleanup with the default backend, so it
+    pruned Docker's containers of the run id and not its own."""
+    from tests.conftest import containers
+
+    run = f"rel-term-podman-{os.getpid()}"
+    decoy = subprocess.run(
+        ["docker", "run", "-d", "--network", "none", "--label", f"swerl.run={run}", "--label", "swerl.managed=1",
+         "--label", f"swerl.pid={os.getpid()}", TASK["image"], "sleep", "300"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert decoy.returncode == 0, decoy.stderr
+    (tmp_path / "tasks.jsonl").write_bytes(jsonl([{**task, "test_cmd": "sleep 120"}]))
+    cmd = [sys.executable, "-m", "swerl_cli", "tasks", "validate", str(tmp_path / "tasks.jsonl"), "-r", "1"]
+    cmd += ["--workers", "2", "--sandbox", "podman", "--run-id", run, "-o", str(tmp_path / "v.jsonl")]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while len(containers(f"swerl.run={run}", "podman")) < 2 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+            time.sleep(0.2)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143, err.decode()[-2000:]
+        assert containers(f"swerl.run={run}", "podman") == []  # its own sandboxes: gone
+        assert containers(f"swerl.run={run}", "docker") == [decoy.stdout.strip()[:12]]  # Docker's: untouched
+    finally:
+        subprocess.run(["docker", "rm", "-f", decoy.stdout.strip()], capture_output=True)
+        subprocess.run(["podman", "rm", "-f", *containers(f"swerl.run={run}", "podman")], capture_output=True)

@@ -141,7 +141,7 @@ def _build_row(
 
 @app.command("validate", help="Grade gold and empty patches R times per task; write tasks with a validation field.")
 @boundary("tasks validate")
-@config_options(GradeConfig, include=("workers", "timeout_s", "run_id", *job_fields()))
+@config_options(GradeConfig, include=("workers", "timeout_s", "sandbox", "repo_dir", "run_id", *job_fields()))
 def _validate(
     inputs: INPUTS = None,
     output: OUTPUT = None,

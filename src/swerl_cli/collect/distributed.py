@@ -63,7 +63,7 @@ def run_jobs_on(
 
     count = 0
     # Container labels carry the run name, which other collects may share: only sandboxes whose owner is gone go.
-    stale = run_cleanup(cfg.run, True, cfg.sandbox)
+    stale = run_cleanup(cfg.run, cfg.sandbox, stale_only=True)
     submitted = ((job, episode_job, (job, cfg, shipped)) for job in jobs)
     started = lambda job: event("start", (job.task.instance_id, job.sample))  # noqa: E731 - one use
     for job, outcome in stream_jobs(executor, submitted, cleanup=stale, stale_cleanup=stale, on_submit=started):

@@ -17,7 +17,7 @@ from typing import Any
 from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, episode_error_grade, error_grade, grade_patch
-from swerl_cli.sandbox import DEFAULT_BACKEND, uses_images
+from swerl_cli.sandbox import uses_images
 from swerl_cli.streams.records import GRADED, TASK, TRAJECTORY, Located, Task, UniqueIds, check_schema, schema_tag
 from swerl_cli.tasks.fields import task_row_error
 
@@ -157,8 +157,8 @@ def grade_records(
     for job, outcome in stream_jobs(
         ex,
         jobs(),
-        cleanup=run_cleanup(run_id, backend=cfg.sandbox),
-        stale_cleanup=run_cleanup(run_id, True, cfg.sandbox),
+        cleanup=run_cleanup(run_id, cfg.sandbox),
+        stale_cleanup=run_cleanup(run_id, cfg.sandbox, stale_only=True),
     ):
         if isinstance(outcome, JobLostError):
             yield graded_record(job, error_grade(f"JobLostError: {outcome}"))
@@ -168,9 +168,10 @@ def grade_records(
             yield graded_record(job, {**outcome.value, "node": outcome.node})
 
 
-def run_cleanup(run_id: str, stale_only: bool = False, backend: str = DEFAULT_BACKEND) -> Callable[[], Any]:
+def run_cleanup(run_id: str, backend: str, stale_only: bool = False) -> Callable[[], Any]:
     """What every node runs after an interrupt (remove the sandboxes of this run), or with `stale_only` after a run
-    (only those whose owning process is gone): the backend's own `prune`."""
+    (only those whose owning process is gone): the prune of the backend the run uses (no default: a podman run
+    must never prune Docker's containers)."""
     from swerl_cli.sandbox import prune
 
     return functools.partial(prune, backend, run_id, stale_only)

@@ -58,7 +58,10 @@ def validate_tasks(
     nodes: dict[int, set[str]] = {}
     ready = 0  # tasks before this index have been yielded
     for (i, kind), outcome in stream_jobs(
-        ex, jobs, cleanup=run_cleanup(run_id), stale_cleanup=run_cleanup(run_id, True)
+        ex,
+        jobs,
+        cleanup=run_cleanup(run_id, cfg.sandbox),
+        stale_cleanup=run_cleanup(run_id, cfg.sandbox, stale_only=True),
     ):
         if isinstance(outcome, JobLostError):
             grade = error_grade(f"JobLostError: {outcome}")

@@ -214,7 +214,9 @@ def _kept(
     run_id = str(gcfg.run_id)
     results: dict[int, Any] = {}
     nxt = 0
-    for i, outcome in stream_jobs(LocalExecutor(cfg.workers, "swerl-synth"), jobs(), cleanup=run_cleanup(run_id)):
+    for i, outcome in stream_jobs(
+        LocalExecutor(cfg.workers, "swerl-synth"), jobs(), cleanup=run_cleanup(run_id, gcfg.sandbox)
+    ):
         results[i] = outcome.value if not isinstance(outcome, Exception) else (None, "error")
         while nxt in results:
             m, value = order[nxt], results.pop(nxt)
