@@ -65,6 +65,32 @@ def xdist_group(nodeid: str) -> str:
     return next((g for prefix, g in SHARED_GROUPS.items() if path.startswith(prefix)), path)
 
 
+# Scopes that take minutes, sent to the workers first (longest first), so no worker starts one near the end while
+# the other sits idle (measured: docs/testing.md).
+LONG_FIRST = (
+    "tests/realmodel/",
+    "tests/grading/test_hacks.py",
+    "tests/vllm/",
+    "tests/training/dapo/test_learning.py",
+    "tests/reliability/test_fault_injection.py",
+    "tests/training/dapo/test_collector_kill.py",
+    "tests/executor/test_ray.py",
+    "tests/training/test_engine.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, the long scopes first (every worker sorts alike, so their collections still agree)."""
+    if not hasattr(config, "workerinput"):
+        return
+
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, p in enumerate(LONG_FIRST) if item.nodeid.startswith(p)), len(LONG_FIRST))
+
+    items.sort(key=rank)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Under `--dist loadscope`, xdist's scope scheduler with `xdist_group` as the scope."""
     if config.getvalue("dist") != "loadscope":
