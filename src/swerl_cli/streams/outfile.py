@@ -56,3 +56,20 @@ def unlink_if_empty(path: str) -> None:
             os.unlink(path)
     except OSError:
         pass
+
+
+def exclusive_temp(path: str) -> tuple[str, int]:
+    """A new temporary file beside `path` (`.NAME.PID.RANDOM.tmp`), created exclusively: O_EXCL never follows a
+    symlink someone planted at the name, so the data cannot be redirected and the later rename cannot put a link in
+    place of `path`. Returns (its path, a write fd)."""
+    import secrets
+
+    parent, base = os.path.split(path)
+    for _ in range(100):
+        tmp = os.path.join(parent, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{parent}: no free temporary name beside {base}")

@@ -12,7 +12,8 @@
   truncated or deleted.
 - "append" (long runs) flushes every record, so an interrupt or kill keeps each finished one. A fresh run empties
   the file once its lock is held; `resume=True` keeps it, cuts a torn last line and fills `done_ids`.
-- "replace" (short runs) writes `.NAME.PID.tmp` beside the target and renames it over the target on success;
+- "replace" (short runs) writes `.NAME.PID.RANDOM.tmp` beside the target (created exclusively, never through a
+  symlink planted at its name) and renames it over the target on success;
   on any failure or signal the temp file is removed and the old target is untouched.
 - A regular-file target is locked (flock, exclusive) for the whole run: a second run on it is refused.
 - An output that is also an input (the same inode: through a symlink or a hard link too) is refused before
@@ -36,7 +37,7 @@ from swerl_cli.streams.guards import refuse_own_input as refuse_own_input  # re-
 from swerl_cli.streams.guards import refuse_stdout_input
 from swerl_cli.streams.guards import same_file as same_file
 from swerl_cli.streams.jsonl import STDIN, dumps, read_records
-from swerl_cli.streams.outfile import existing_ids, trim_torn_line, unlink_if_empty, unlink_quietly
+from swerl_cli.streams.outfile import exclusive_temp, existing_ids, trim_torn_line, unlink_if_empty, unlink_quietly
 from swerl_cli.streams.records import Located
 from swerl_cli.streams.stdio import records_fd, records_stream
 
@@ -124,9 +125,7 @@ class Output:
                 self._fh = os.fdopen(os.dup(self._lock_fd), "ab")
             # A fresh run empties the file at its first record (or clean end), so a bad input loses nothing.
         else:
-            parent, base = os.path.split(self.path)
-            self._tmp = os.path.join(parent, f".{base}.{os.getpid()}.tmp")
-            tfd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+            self._tmp, tfd = exclusive_temp(self.path)
             self._fh = os.fdopen(tfd, "wb")
 
     def _special(self, what: str) -> None:
