@@ -184,13 +184,16 @@ def task_problem(
 ) -> tuple[str, str] | None:
     """(field, why) of the first task field docker or git would refuse, or None.
 
-    Checked always: `workdir` and `base_commit`; `image` with `images` (the sandbox backend starts from images; the
-    local one uses none). With `build` (the fields an image build uses): `setup` and `repo_source` too, the latter
-    against the `allowed` directories, and the image must be a NAME[:TAG] (a build cannot make a digest)."""
+    Checked always: `workdir`, `base_commit` and `test_cmd` (no NUL byte); `image` with `images` (the sandbox backend
+    starts from images; the local one uses none). With `build` (the fields an image build uses): `setup` and
+    `repo_source` too, the latter against the `allowed` directories, and the image must be a NAME[:TAG] (a build
+    cannot make a digest)."""
     checks: list[tuple[str, Any]] = [
         ("image", lambda: images and _with("not a valid image reference", task.image, image_problem(task.image))),
         ("workdir", lambda: _with("", task.workdir, workdir_problem(task.workdir))),
         ("base_commit", lambda: _with("", task.base_commit, revision_problem(task.base_commit))),
+        # a NUL cannot reach a shell command line: the sandbox's framed shell waited forever on it
+        ("test_cmd", lambda: "\0" in task.test_cmd and "holds a NUL byte"),
     ]
     if build:
         checks.append(("image", lambda: "@" in task.image and "a built image is NAME[:TAG], not a digest"))
