@@ -22,8 +22,7 @@ def test_collect_local_pipes_into_grade_local_and_the_gold_patches_resolve(examp
     tasks.write_text("\n".join(rows) + "\n")
     repo = shlex.quote(str(example_clones))
     cmd = (
-        # --concurrency 1: local sandboxes share the host's /tmp, where fixed helper paths collide (a known defect)
-        f"set -o pipefail; {SWERL} collect {tasks} --policy gold --sandbox local --repo-dir {repo} --concurrency 1 "
+        f"set -o pipefail; {SWERL} collect {tasks} --policy gold --sandbox local --repo-dir {repo} "
         f"| {SWERL} grade --sandbox local --repo-dir {repo}"
     )
     # the tests' own runner (pytest) comes from the venv, as for a user who activated it

@@ -10,7 +10,7 @@ from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy import PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend, identity
 
-PATCH_PATH = "/tmp/.swerl/gold.patch"
+PATCH_PATH = "/tmp/.swerl/gold-$$.patch"  # $$: the sandbox shell's pid (local sandboxes share the host's /tmp)
 
 
 @dataclass(frozen=True, slots=True)
