@@ -91,6 +91,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=rank)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest without xdist (TEST_WORKERS=0 elsewhere) must still load this file
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Under `--dist loadscope`, xdist's scope scheduler with `xdist_group` as the scope."""
     if config.getvalue("dist") != "loadscope":
