@@ -146,3 +146,4 @@ clean:  ## remove caches, runs and leftover sandboxes (keeps the venv and images
 include mk/rl.mk  # the RL loop: rl, rl-iter, rl-stage2-pool (DAPO engineer)
 include mk/synth.mk  # synthesized tasks: synth-lib (setup), synth-tasks, synth-examples
 include mk/paper-mini.mk  # the paper in miniature on SmolLM2-135M (issue 23)
+include mk/paper-mini-gain.mk  # the RFT -> DAPO gain, pre-registered and paired (issue 41)

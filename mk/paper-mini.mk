@@ -70,6 +70,8 @@ PM_RFT_EPOCHS ?= 3
 PM_RFT_BATCH ?= 4
 # Cap on RFT's optimizer steps (empty: every epoch in full); on a loaded 2-core machine the trainer sees ~8 tokens/s.
 PM_RFT_MAX_STEPS ?=
+# More `swerl rft` flags (make paper-mini-gain: --save-optimizer, for DAPO's optimizer start)
+PM_RFT_ARGS ?=
 PM_STAGE2_FROM ?= 2
 # The grader's test timeout (swerl grade's default is the harness's 1,800 s): toolz's suite runs in 1-3 s quiet and
 # ~25 s under heavy load, while a patch that makes it loop would hold a rollout batch for half an hour.
@@ -143,7 +145,7 @@ paper-mini-rft:
 	@set -eo pipefail; $(SWERL) rft $(PM_RUNS)/rft/demos.jsonl --model $(PM_RUNS)/rft/base-marked \
 	  --output $(PM_RUNS)/rft/ckpt \
 	  --rerender --lr $(PM_RFT_LR) --epochs $(PM_RFT_EPOCHS) --batch-size $(PM_RFT_BATCH) --warmup-steps 0 \
-	  $(if $(PM_RFT_MAX_STEPS),--max-steps $(PM_RFT_MAX_STEPS)) \
+	  $(if $(PM_RFT_MAX_STEPS),--max-steps $(PM_RFT_MAX_STEPS)) $(PM_RFT_ARGS) \
 	  --max-seq-len $(PM_CONTEXT) --too-long truncate --seed $(PM_SEED) > $(PM_RUNS)/rft/.rft.json.tmp
 	@cp $(PM_MODEL)/chat_template.jinja $(PM_RUNS)/rft/ckpt/chat_template.jinja
 	@mv $(PM_RUNS)/rft/.rft.json.tmp $(PM_RUNS)/rft/rft.json

@@ -36,6 +36,8 @@ EVAL_SAMPLES ?= 1
 NPROC ?= 1
 MAX_NEW_TOKENS ?= 4096
 SEED ?= 0
+# The eval's seeds (EVAL_SEED*100000 + 99000 + sample): one value for every checkpoint compared, so their episodes pair
+EVAL_SEED ?= $(SEED)
 VLLM_PORT ?= 8011
 VLLM_ARGS ?=
 VLLM_SLEEP ?= 0
@@ -162,7 +164,7 @@ define eval_ckpt
 	  mkdir -p $(2); $(call serve,$(1)); \
 	  $(SWERL) collect $(call policy_flags,$(1)) --samples $(EVAL_SAMPLES) --run eval-$(3) \
 	      --max-turns $(MAX_TURNS) --max-context-tokens $(CONTEXT) --max-new-tokens $(MAX_NEW_TOKENS) \
-	      --concurrency $(CONCURRENCY) --seed $$(( $(SEED) * 100000 + 99000 )) $(COLLECT_ARGS) $(EVAL_TASKS) \
+	      --concurrency $(CONCURRENCY) --seed $$(( $(EVAL_SEED) * 100000 + 99000 )) $(COLLECT_ARGS) $(EVAL_TASKS) \
 	  | $(SWERL) grade --workers $(CONCURRENCY) $(GRADE_ARGS) > $(2)/.eval-graded.jsonl.tmp; \
 	  mv $(2)/.eval-graded.jsonl.tmp $(2)/eval-graded.jsonl; \
 	  $(SWERL) eval --json $(EVAL_ARGS) $(2)/eval-graded.jsonl > $(2)/.eval.json.tmp; \

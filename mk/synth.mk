@@ -28,7 +28,7 @@ SYNTH_FILES := toolz/itertoolz.py toolz/functoolz.py toolz/dicttoolz.py toolz/re
 SYNTH_TEST_CMD := python3 -m pytest -rA --tb=short -p no:cacheprovider --color=no --junitxml=/tmp/swerl-junit.xml \
 	-o junit_family=xunit1 --ignore=toolz/tests/test_tlz.py toolz
 
-.PHONY: synth-lib synth-tasks synth-tasks-located synth-pool-flip synth-examples
+.PHONY: synth-lib synth-tasks synth-tasks-located synth-pool-flip synth-examples synth-tasks-gain
 
 synth-lib:  ## the toolz sdist (with its tests) from PyPI into .cache/synth/src/, for `make synth-tasks`
 	@bash scripts/synth-lib.sh $(SYNTH_LIB) $(SYNTH_LIB_VERSION) $(SYNTH_LIB_SHA256) $(SYNTH_SRC)
@@ -63,3 +63,11 @@ synth-examples: | venv  ## tasks synthesized from each bundled example repositor
 	  echo "synth: $$n" >&2; \
 	  $(SWERL) tasks synth $$d --name ex-$$n -o .cache/synth/examples/$$n --workers $(SYNTH_WORKERS) --per-function 2 \
 	    --seed $(SYNTH_SEED) --holdout 0.34 $(SYNTH_ARGS) || exit 1; done
+
+# paper-mini-gain's task family (issue 41): only the RL pool's bug kinds (off-by-one and operator flips), located,
+# up to 3 mutants per function and no held-out cut here: scripts/paper_mini_gain_split.py cuts it by function into
+# the pre-registered held-out split, the RFT demonstrations and the DAPO pool, before any training.
+SYNTH_GAIN := .cache/synth/$(SYNTH_LIB)-gain
+synth-tasks-gain:  ## toolz off-by-one and operator-flip tasks for make paper-mini-gain: .cache/synth/toolz-gain/
+	@$(MAKE) --no-print-directory synth-tasks SYNTH_OUT=$(SYNTH_GAIN) SYNTH_SEED=3 SYNTH_MAX_TASKS=120 \
+	  SYNTH_ARGS="--located --tries 12 --per-function 3 --mutators off_by_one,op_flip --holdout 0"

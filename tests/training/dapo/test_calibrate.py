@@ -33,15 +33,15 @@ def _graded(tok, n_groups: int = 2, g: int = 4) -> list[dict]:
 def test_frame_tokens_are_fences_and_the_command_word(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from dapo_calibrate import frame_mask, frame_spans
+    from swerl_cli.training.probe import frame_spans, token_masks
 
     text = "Step 0: let me check.\n```command\ngrep -rn parse src/\n```"
     got = [text[a:b] for a, b in sorted(frame_spans(text))]
     assert got == ["```command\n", "grep", "```"]
     tok = AutoTokenizer.from_pretrained(tiny_model)
     ids = tok.encode(text, add_special_tokens=False)
-    marked = frame_mask(tok, ids, [1] * len(ids))
+    marked, edit = token_masks(tok, ids, [1] * len(ids))
+    assert not any(edit)
     frame_text = "".join(tok.decode([t]) for t, m in zip(ids, marked, strict=True) if m)
     assert "```" in frame_text
     assert "grep" in frame_text
@@ -62,14 +62,15 @@ def test_calibration_ranks_the_optimizer_starts(tiny_model: Path, tmp_path: Path
     frame = write_jsonl(tmp_path / "frame.jsonl", [make_trajectory(tok, 70 + i, seed=5) for i in range(2)])
     cmd = [sys.executable, str(ROOT / "scripts" / "dapo_calibrate.py"), "--model", str(rft), "--graded", str(graded),
            "--gold", str(gold), "--frame", str(frame), "--out", str(tmp_path / "cal"), "--lr", "1e-3",
-           "--candidates", "eps=1e-8,eps=1e-2,carried,carried-v", "--", "--group-size", "4", "--batch-size", "8",
+           "--candidates", "eps=1e-8,eps=1e-2,carried,carried-v",
+           "--choice", str(tmp_path / "choice.json"), "--", "--group-size", "4", "--batch-size", "8",
            "--micro-batch-tokens", "512", "--weight-decay", "0"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     rows = {r["candidate"]: r for r in map(json.loads, proc.stdout.decode().splitlines())}
     assert list(rows) == ["eps=1e-8", "eps=1e-2", "carried", "carried-v"]
     assert [r["optimizer_start"] for r in rows.values()] == ["fresh", "fresh", "init", "init-second"]
-    assert all(r["frame_tokens"] > 0 and r["gold_tokens"] > 0 and r["steps"] == 1 for r in rows.values())
+    assert all(r["frame_tokens"] > 0 and r["gold_action_tokens"] > 0 and r["steps"] == 1 for r in rows.values())
     # fresh Adam at eps 1e-8 is sign descent (every weight moves ~lr); eps 1e-2 damps the small-gradient weights
     assert rows["eps=1e-2"]["frame_drift"] < rows["eps=1e-8"]["frame_drift"]
     assert rows["carried"]["frame_drift"] != rows["eps=1e-8"]["frame_drift"]
@@ -79,3 +80,33 @@ def test_calibration_ranks_the_optimizer_starts(tiny_model: Path, tmp_path: Path
     assert rows["carried-v"]["gold_delta"] < rows["carried"]["gold_delta"]
     assert (tmp_path / "cal" / "calibration.jsonl").read_text().count("\n") == 4
     assert "gold/drift" in proc.stderr.decode()
+    choice = json.loads((tmp_path / "choice.json").read_text())
+    up = [r for r in rows.values() if r["gold_delta"] > 0]
+    assert choice["candidate"] == max(up, key=lambda r: r["gold_delta"] / r["frame_drift"])["candidate"]
+    assert choice["flags"] == rows[choice["candidate"]]["flags"]
+
+
+def test_edit_turn_tokens_are_the_edit_command_turns(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from swerl_cli.training.probe import token_masks
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    a = tok.encode("I open it.\n```command\nopen a.py 3\n```", add_special_tokens=False)
+    b = tok.encode("I fix it.\n```command\nedit --file a.py 3:3 'x = 1'\n```", add_special_tokens=False)
+    ids = a + [0, 0] + b
+    _, edit = token_masks(tok, ids, [1] * len(a) + [0, 0] + [1] * len(b))
+    assert edit == [False] * (len(a) + 2) + [True] * len(b)
+
+
+def test_the_choice_rule_needs_a_gold_gain() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from dapo_calibrate import choose
+
+    rows = [
+        {"candidate": "eps=1e-8", "gold_delta": 0.02, "frame_drift": 0.04},
+        {"candidate": "carried", "gold_delta": 0.05, "frame_drift": 0.2},
+        {"candidate": "carried-v", "gold_delta": -0.01, "frame_drift": 0.001},
+    ]
+    assert choose(rows)[0]["candidate"] == "eps=1e-8"  # 0.5 beats 0.25; a gold loss never wins on its small drift
+    assert choose([{**r, "gold_delta": -1.0} for r in rows])[0] is None

@@ -1,0 +1,139 @@
+"""`make paper-mini-gain` (mk/paper-mini-gain.mk, issue 41): the dry run orders the stages (split before any
+training, no sampled eval between DAPO iterations, every eval on the same seeds), the pre-registered split deals
+whole functions and is never rewritten, and the calibration's chosen update is adopted only on its own batch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def _dry_run(target: str, run: Path, *variables: str) -> str:
+    proc = subprocess.run(
+        ["make", "-C", str(ROOT), "--no-print-directory", "-n", target, f"PG_RUNS={run}", *variables],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return " ".join(proc.stdout.replace("\\\n", " ").split())
+
+
+def test_dry_run_splits_before_training_and_evaluates_on_one_seed(tmp_path: Path):
+    run = tmp_path / "pg"
+    out = _dry_run("paper-mini-gain", run)
+    stages = ["split", "rft-demos", "rft", "probe-data", "probe-rft", "base-eval", "rft-eval"]
+    at = [out.index(f"paper-mini-stage.sh {run} {s} ") for s in stages]
+    assert at == sorted(at)
+    assert f"paper_mini_gain_split.py .cache/synth/toolz-gain/train.jsonl 0 {run} --heldout 32 --pool 12" in out
+    assert "PM_RFT_ARGS=--save-optimizer" in out
+    assert "EVAL_SAMPLES=2 K=0 rl-eval-start" in out  # the base model: 2 samples per task, pairing with the first 2
+    assert out.count("EVAL_SEED=0") >= 2
+    assert "paper-mini-gain-dapo" in out
+    assert "paper_mini_gain_table.py" in out
+    dapo = _dry_run("paper-mini-gain-dapo", run, "PG_DAPO_SEED=1")
+    assert f"D={run}/dapo-s1" in dapo
+    assert "ACTIVE_POOL=1" in dapo
+    assert "SEED=1 EVAL_SEED=0" in dapo
+    assert "rl-eval " not in dapo  # no sampled eval between iterations: the probe only
+    assert dapo.index("rl-collect") < dapo.index("dapo_calibrate.py") < dapo.index("rl-update")
+    assert "--init-from" in dapo
+    assert "--choice" in dapo
+    assert "paper_mini_probe.py" in dapo
+    assert not run.exists()
+
+
+def _rows(n_functions: int, per: int) -> list[dict]:
+    kinds = ["off_by_one", "op_flip"]
+    return [
+        {"instance_id": f"t{f}-{i}", "synth": {"function": f"m.py::f{f}", "mutator": kinds[(f + i) % 2]}}
+        for f in range(n_functions)
+        for i in range(per)
+    ]
+
+
+def _split(tasks: Path, run: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(ROOT / "scripts" / "paper_mini_gain_split.py"), str(tasks), "7", str(run), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def test_split_deals_whole_functions_and_is_pre_registered(tmp_path: Path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _rows(30, 3)))
+    proc = _split(tasks, tmp_path / "run", "--heldout", "32", "--pool", "12", "--demos", "20")
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "run"
+    parts = {
+        p: [json.loads(x) for x in (run / f).read_text().splitlines()]
+        for p, f in (("heldout", "heldout.jsonl"), ("pool", "pool.jsonl"), ("demos", "demo-tasks.jsonl"))
+    }
+    fns = {p: {r["synth"]["function"] for r in rows} for p, rows in parts.items()}
+    assert not fns["heldout"] & fns["pool"]
+    assert not fns["heldout"] & fns["demos"]
+    assert not fns["pool"] & fns["demos"]
+    assert len(parts["heldout"]) == 32
+    assert len(parts["pool"]) >= 12
+    assert len(parts["demos"]) == 20
+    meta = json.loads((run / "split.json").read_text())
+    assert meta["seed"] == 7
+    assert meta["heldout"]["sha256"] == hashlib.sha256((run / "heldout.jsonl").read_bytes()).hexdigest()
+    assert sum(meta["heldout"]["by_kind"].values()) == 32
+    assert meta["source"]["sha256"] == hashlib.sha256(tasks.read_bytes()).hexdigest()
+    before = (run / "heldout.jsonl").read_bytes()
+    again = _split(tasks, run)
+    assert again.returncode == 1
+    assert "not rewritten" in again.stderr
+    assert (run / "heldout.jsonl").read_bytes() == before
+    other = _split(tasks, tmp_path / "run2", "--heldout", "32", "--pool", "12", "--demos", "20")
+    assert other.returncode == 0
+    assert (tmp_path / "run2" / "heldout.jsonl").read_bytes() == before
+
+
+def test_split_refuses_a_family_too_small_and_a_bad_line(tmp_path: Path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _rows(10, 3)))
+    small = _split(tasks, tmp_path / "run")
+    assert small.returncode == 1
+    assert "too few tasks" in small.stderr
+    assert not (tmp_path / "run" / "split.json").exists()
+    tasks.write_text(tasks.read_text() + "{nope\n")
+    bad = _split(tasks, tmp_path / "run")
+    assert bad.returncode == 3
+    assert f"{tasks}:31" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def _calibration(tmp_path: Path, graded: Path) -> Path:
+    cal = tmp_path / "cal"
+    (cal / "carried-v").mkdir(parents=True)
+    (cal / "carried-v" / "config.json").write_text("{}")
+    (cal / "carried-v.metrics.jsonl").write_text('{"step": 1}\n')
+    (cal / "carried-v.summary.json").write_text('{"steps": 2, "checkpoint": "x"}\n')
+    choice = cal / "choice.json"
+    choice.write_text(
+        json.dumps({"candidate": "carried-v", "flags": [], "inputs": {"graded": str(graded), "out": str(cal)}})
+    )
+    return choice
+
+
+def test_adopt_takes_the_chosen_update_only_on_its_own_batch(tmp_path: Path):
+    d = tmp_path / "dapo-s0"
+    (d / "iter-0").mkdir(parents=True)
+    choice = _calibration(tmp_path, d / "iter-0" / "graded.jsonl")
+    script = [sys.executable, str(ROOT / "scripts" / "paper_mini_gain_adopt.py"), str(choice)]
+    other = tmp_path / "dapo-s1"
+    (other / "iter-0").mkdir(parents=True)
+    skip = subprocess.run([*script, str(other)], capture_output=True, text=True, timeout=60)
+    assert skip.returncode == 0
+    assert "updates anew" in skip.stderr
+    assert not (other / "iter-0" / "dapo.json").exists()
+    done = subprocess.run([*script, str(d)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (d / "iter-1" / "ckpt" / "config.json").exists()
+    assert json.loads((d / "iter-0" / "dapo.json").read_text())["steps"] == 2
+    assert (d / "iter-0" / "metrics.jsonl").read_text() == '{"step": 1}\n'
