@@ -1,9 +1,11 @@
 # make paper-mini-gain (issue 41): the RFT -> DAPO gain on SmolLM2-135M-Instruct, measured with enough power to see
 # it. Included from the Makefile; docs/training.md "paper-mini-gain" gives the design and the measured run.
 #
-#   1. synth        toolz off-by-one and operator-flip tasks, located (make synth-tasks-gain, cached in .cache/synth)
+#   1. synth        toolz off-by-one and operator-flip tasks, located (make synth-tasks-gain: 56 tasks of 35
+#                   functions, cached in .cache/synth), and the located family of every kind (make synth-tasks-located)
 #   2. split        BEFORE any training: the family cut by function into a held-out split of PG_HELDOUT_N tasks, DAPO's
-#                   pool (PG_POOL_N) and the demonstrations' tasks (scripts/paper_mini_gain_split.py): no function in
+#                   pool (PG_POOL_N) and the demonstrations' tasks (scripts/paper_mini_gain_split.py), topped up with
+#                   located tasks of other functions (toolz has too few flip mutants for three parts): no function in
 #                   two parts, the held-out kinds are the pool's. RUN/split.json: paths, sha256, seed, per-kind counts
 #   3. rft-demos    gold patches acted out by the agent loop on the demonstration tasks, graded, resolved kept
 #   4. rft          swerl rft --rerender --save-optimizer (the AdamW moments, for DAPO's optimizer start)
@@ -32,6 +34,7 @@ PG_SEED ?= 0
 PG_DAPO_SEED ?= $(PG_SEED)
 PG_DAPO_DIR = $(PG_RUNS)/dapo-s$(PG_DAPO_SEED)
 PG_TASKS ?= $(SYNTH_GAIN)/train.jsonl
+PG_DEMO_EXTRA ?= .cache/synth/$(SYNTH_LIB)-located/train.jsonl .cache/synth/$(SYNTH_LIB)-located/heldout.jsonl
 PG_HELDOUT_N ?= 32
 PG_POOL_N ?= 12
 PG_DEMO_N ?= 50
@@ -71,8 +74,9 @@ paper-mini-gain:  ## RFT -> DAPO on SmolLM2 with a pre-registered 32-task split,
 	@mkdir -p $(PG_RUNS)
 	@set -e; trap '$(PG_STOP)' EXIT; \
 	$(PG_STAGE) synth $(PG_TASKS) -- make --no-print-directory synth-tasks-gain; \
+	$(PG_STAGE) synth-located $(lastword $(PG_DEMO_EXTRA)) -- make --no-print-directory synth-tasks-located; \
 	$(PG_STAGE) split $(PG_RUNS)/split.json -- $(PY) scripts/paper_mini_gain_split.py $(PG_TASKS) $(PG_SEED) $(PG_RUNS) \
-	  --heldout $(PG_HELDOUT_N) --pool $(PG_POOL_N) --demos $(PG_DEMO_N); \
+	  --heldout $(PG_HELDOUT_N) --pool $(PG_POOL_N) --demos $(PG_DEMO_N) $(foreach f,$(PG_DEMO_EXTRA),--demo-extra $(f)); \
 	test -s $(PG_RUNS)/paper-mini-gain.json || printf '%s\n' '{"model": "$(PM_MODEL)", "tasks": "$(PG_TASKS)", "seed": $(PG_SEED), "heldout": $(PG_HELDOUT_N), "pool": $(PG_POOL_N), "demos": $(PG_DEMO_N), "k": $(PG_K), "base_k": $(PG_BASE_K), "g": $(PG_G), "iters": $(PG_ITERS), "batch": $(PG_BATCH), "dapo_lr": $(PG_DAPO_LR), "l_thr": $(PG_L_THR), "t_max": $(PG_T_MAX), "eps_high": $(PM_EPS_HIGH), "candidates": "$(PG_CANDIDATES)", "max_turns": $(PM_MAX_TURNS), "max_new_tokens": $(PM_MAX_NEW_TOKENS), "context": $(PM_CONTEXT), "rft_lr": $(PM_RFT_LR), "rft_epochs": $(PM_RFT_EPOCHS), "rft_batch": $(PM_RFT_BATCH), "grade_timeout_s": $(PM_GRADE_TIMEOUT), "dapo_args": "$(PM_DAPO_ARGS)", "collect_config": "$(PM_COLLECT_CONFIG)"}' \
 	  > $(PG_RUNS)/paper-mini-gain.json; \
 	$(PG_STAGE) rft-demos $(PG_RUNS)/rft/demos.jsonl -- $(PG_PM) paper-mini-demos PM_DEMO_SRC=$(PG_RUNS)/demo-tasks.jsonl \

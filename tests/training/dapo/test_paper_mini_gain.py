@@ -94,6 +94,27 @@ def test_split_deals_whole_functions_and_is_pre_registered(tmp_path: Path):
     assert (tmp_path / "run2" / "heldout.jsonl").read_bytes() == before
 
 
+def test_demo_extra_tops_up_the_demonstrations_with_other_functions_only(tmp_path: Path):
+    tasks, extra = tmp_path / "tasks.jsonl", tmp_path / "extra.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _rows(16, 3)))
+    others = [{"instance_id": f"x{f}", "synth": {"function": f"m.py::f{f}", "mutator": "swap_args"}} for f in range(40)]
+    extra.write_text("".join(json.dumps(r) + "\n" for r in others))
+    proc = _split(
+        tasks, tmp_path / "run", "--heldout", "32", "--pool", "6", "--demos", "30", "--demo-extra", str(extra)
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "run"
+    fns = {f: {json.loads(x)["synth"]["function"] for x in (run / f).read_text().splitlines()}
+           for f in ("heldout.jsonl", "pool.jsonl", "demo-tasks.jsonl")}  # fmt: skip
+    assert not fns["demo-tasks.jsonl"] & (fns["heldout.jsonl"] | fns["pool.jsonl"])
+    meta = json.loads((run / "split.json").read_text())
+    assert meta["demos"]["tasks"] == 30
+    assert meta["demos"]["by_kind"]["swap_args"] == 30 - sum(
+        v for k, v in meta["demos"]["by_kind"].items() if k != "swap_args"
+    )
+    assert meta["demo_extra"][0]["path"] == str(extra)
+
+
 def test_split_refuses_a_family_too_small_and_a_bad_line(tmp_path: Path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(r) + "\n" for r in _rows(10, 3)))
