@@ -8,8 +8,11 @@ date, so the same files always give the same commit. Its `git bundle` is the tas
 from __future__ import annotations
 
 import fnmatch
+import os
 import shutil
+import stat
 import subprocess
+import tempfile
 from pathlib import Path, PurePosixPath
 
 from swerl_cli.core.errors import InputError
@@ -69,10 +72,14 @@ def write_bundle(repo: Path, path: Path, commit: str) -> None:
 
 
 def source_files(repo: Path, include: tuple[str, ...] = ()) -> list[str]:
-    """The Python files to mutate: tracked, not tests, not setup/docs; with `include` globs, only matching ones."""
+    """The Python files to mutate: tracked regular files (no symlink, none under a symlinked directory), not
+    tests, not setup/docs; with `include` globs, only matching ones."""
     out = []
-    for path in _git(repo, "ls-files", "-z").split("\0"):
-        if not path.endswith(".py") or is_test_file(path):
+    for entry in _git(repo, "ls-files", "-s", "-z").split("\0"):
+        mode, _, path = entry.partition("\t")
+        if not path.endswith(".py") or is_test_file(path) or mode[:6] not in ("100644", "100755"):
+            continue  # a symlink (120000) may point at a host file: never read or written through
+        if not is_plain_file(repo, path):
             continue
         if any(fnmatch.fnmatch(path, pat) for pat in NOT_MUTATED) and not include:
             continue
@@ -82,23 +89,61 @@ def source_files(repo: Path, include: tuple[str, ...] = ()) -> list[str]:
     return sorted(out)
 
 
+def is_plain_file(repo: Path, path: str) -> bool:
+    """True when `path` is a regular file inside `repo` reached through no symlink (checked with lstat, each part)."""
+    here = repo
+    parts = PurePosixPath(path).parts
+    if not parts or ".." in parts or PurePosixPath(path).is_absolute():
+        return False
+    for i, part in enumerate(parts):
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) if i == len(parts) - 1 else stat.S_ISDIR(mode)):
+            return False
+    return True
+
+
 def read(repo: Path, path: str) -> str | None:
-    """A file's text, or None when it is not UTF-8."""
+    """A file's text, or None when it is not UTF-8 or not a plain file of the repository (a symlink is not read)."""
+    if not is_plain_file(repo, path):
+        return None
     try:
-        return (repo / PurePosixPath(path)).read_text(encoding="utf-8")
+        fd = os.open(repo / PurePosixPath(path), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            return f.read().decode("utf-8")
     except (UnicodeDecodeError, OSError):
         return None
 
 
+def _replace(target: Path, data: bytes) -> None:
+    """Put `data` at `target` by a new file renamed over it: a symlink there is replaced, never written through,
+    and a kill mid-write leaves only the temporary file (in the snapshot) behind."""
+    mode = stat.S_IMODE(os.lstat(target).st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.fchmod(fd, mode)  # the executable bit is part of what git diffs
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def diff_pair(repo: Path, path: str, mutated: str) -> tuple[str, str]:
     """(bug patch, gold patch): the diffs from the committed file to `mutated` and back, made by git."""
+    if not is_plain_file(repo, path):
+        raise InputError(str(repo / path), None, None, "not a regular file of the repository (a symlink?): not mutated")
     target = repo / PurePosixPath(path)
     original = target.read_bytes()
     try:
-        target.write_text(mutated, encoding="utf-8")
+        _replace(target, mutated.encode("utf-8"))
         args = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--", path)
         bug = _git(repo, *args)
         gold = _git(repo, "diff", "-R", "--src-prefix=b/", "--dst-prefix=a/", *args[1:])  # -R swaps the prefixes
     finally:
-        target.write_bytes(original)
+        _replace(target, original)
     return bug, gold
