@@ -14,11 +14,15 @@ summary gives the verdict of every instance, errors and empty patches included (
 both name an instance they are merged, and a verdict that differs between them is an error line. An error whose
 `run_instance.log` (beside the report.json files read) says `>>>>> Patch Apply Failed` is `patch_failed`, one whose
 `test_output.txt` ends with the harness's `Timeout error: N seconds exceeded.` is `timeout`, as swerl grades them.
+Those files beside a report are read only when they are regular files: a symlink (never followed), FIFO, device or
+directory there is one error line naming it, like any other bad harness file, and the record is made without it.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +37,7 @@ _LISTS = ("resolved_ids", "unresolved_ids", "error_ids", "empty_patch_ids")
 _TEST_LISTS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
 SEMANTICS = "swebench-harness"
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"  # what run_evaluation logs to run_instance.log before giving up
+_REGULAR = "a harness log file must be a regular file"
 _TIMEOUT = re.compile(r"\n\nTimeout error: [0-9.]+ seconds exceeded\.\s*$")  # appended to test_output.txt
 
 
@@ -121,8 +126,7 @@ class HarnessRun:
                 tests={k: tests[k] for k in _TEST_LISTS if isinstance(tests, dict) and isinstance(tests.get(k), dict)},
                 harness={k: v for k, v in rep.items() if k != "tests_status"},
             )
-            diff = Path(path).with_name("patch.diff")
-            patch = diff.read_text(errors="replace") if diff.is_file() else None
+            patch = self._side_file(Path(path).with_name("patch.diff"))
             self._put(iid, grade, path, patch)
 
     def _add_summary(self, obj: dict[str, Any], path: str) -> None:
@@ -162,6 +166,30 @@ class HarnessRun:
         old["patch"] = old["patch"] if patch is None else patch
         old["files"].append(path)
 
+    def _side_file(self, path: Path) -> str | None:
+        """The text of a file beside a report (`patch.diff`, `run_instance.log`, `test_output.txt`); None when it is
+        absent. A symlink, FIFO, device or directory there is never followed or read: like any bad harness file it
+        is one error line naming it (exit 4 at the end), and the record is made as if the file were absent."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if os.path.islink(path):
+                why = f"a symlink, not followed: {_REGULAR}"
+            else:
+                why = f"cannot read: {e.strerror or e}"
+            self.errors.append(InputError(str(path), None, None, why))
+            return None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
+            self.errors.append(InputError(str(path), None, None, f"{kind}, not read: {_REGULAR}"))
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
+
     def _instance_dirs(self) -> dict[str, Path]:
         """instance_id -> its log directory (`{run_id}/{model}/{iid}/`, the run's and model's own when known)."""
         model = (self.model or "").replace("/", "__")
@@ -179,14 +207,14 @@ class HarnessRun:
         if d is None:
             return
         log, out = d / "run_instance.log", d / "test_output.txt"
-        if APPLY_PATCH_FAIL in _text(log):
+        if APPLY_PATCH_FAIL in (self._side_file(log) or ""):
             status, why, evidence = "patch_failed", APPLY_PATCH_FAIL, log
-        elif m := _TIMEOUT.search(_text(out)):
+        elif m := _TIMEOUT.search(self._side_file(out) or ""):
             status, why, evidence = "timeout", m.group(0).strip(), out
         else:
             return
-        diff = d / "patch.diff"
-        rec["patch"] = diff.read_text(errors="replace") if diff.is_file() else rec["patch"]
+        patch = self._side_file(d / "patch.diff")
+        rec["patch"] = rec["patch"] if patch is None else patch
         harness = {**rec["grade"].get("harness", {}), "log": why}
         error = why if status == "timeout" else None
         rec["grade"] = _grade(status, patch_applied=status == "timeout", harness=harness, error=error)
@@ -222,14 +250,6 @@ class HarnessRun:
                 }
             )
         return [*out, *self.errors]
-
-
-def _text(path: Path) -> str:
-    """A log's text, "" when it is absent or unreadable."""
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 @dataclass(frozen=True, slots=True)
