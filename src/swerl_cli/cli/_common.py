@@ -175,6 +175,9 @@ def guard_std_streams() -> None:
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is not None:
             continue
+        from swerl_cli.streams.outputs import mark_std_closed
+
+        mark_std_closed(fd)  # `-o /dev/stdout` (or /dev/fd/N) is refused, not written to the /dev/null below
         try:
             os.fstat(fd)
         except OSError:

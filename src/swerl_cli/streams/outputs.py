@@ -7,7 +7,8 @@
     with open_output(path, "replace", inputs=inputs) as out:               # filter, import, convert
         out.write(record)                                                  # file replaced when the block ends
 
-- `path` None or "-" is stdout. `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` write to that descriptor.
+- `path` None or "-" is stdout. `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` (or a symlink to one) write to that
+  descriptor; one the caller closed (`>&-`) is refused, exit 2 (`require_writable_stdout`), never written to.
 - A target that exists and is not a regular file (device, FIFO, socket) is written in place: never replaced,
   truncated or deleted.
 - "append" (long runs) flushes every record, so an interrupt or kill keeps each finished one. A fresh run empties
@@ -28,6 +29,7 @@ import fcntl
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -45,13 +47,50 @@ Mode = Literal["append", "replace"]
 _FD_ALIAS = re.compile(r"^/(?:dev/fd|proc/self/fd)/(\d+)$")
 
 
+_STD_NAMES = {0: "stdin", 1: "stdout", 2: "stderr"}
+_CLOSED_STD: set[int] = set()  # standard descriptors the caller closed (`>&-`), held by /dev/null since
+
+
+def mark_std_closed(fd: int) -> None:
+    """Record that the caller closed standard descriptor `fd` (the CLI then holds it with /dev/null, so a write
+    there would succeed and vanish): `require_writable_stdout` refuses it from then on."""
+    _CLOSED_STD.add(fd)
+
+
+def require_writable_stdout(what: str | None = None, fd: int = 1) -> None:
+    """A UsageError (exit 2) when records would go to descriptor `fd` (stdout by default) and the caller closed it
+    (`swerl rft ... >&-`, `-o /dev/stdout` with stdout closed): every record would be dropped while the run exits 0.
+    Call it before any work; `what` prefixes the line (e.g. `-o /dev/stdout`)."""
+    closed = fd in _CLOSED_STD or (fd == 1 and sys.stdout is None)
+    if not closed:
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed = True
+    if closed:
+        pre = f"{what}: " if what else ""
+        if fd not in _STD_NAMES:
+            raise UsageError(f"{pre}descriptor {fd} is not open: open it (e.g. {fd}>FILE) or write to a file with -o")
+        raise UsageError(f"{pre}{_STD_NAMES[fd]} is closed: redirect it or write to a file with -o")
+
+
 def _fd_alias(path: str) -> int | None:
-    """The descriptor a path names (`/dev/stdout` -> 1, `/dev/fd/3` -> 3), or None."""
+    """The descriptor a path names (`/dev/stdout` -> 1, `/dev/fd/3` -> 3, `/proc/self/fd/N`, a symlink to any of
+    them), or None."""
     named = {"/dev/stdout": 1, "/dev/stderr": 2}
-    if path in named:
-        return named[path]
-    m = _FD_ALIAS.match(path)
-    return int(m.group(1)) if m else None
+    own = f"/proc/{os.getpid()}/fd/"
+    for _ in range(40):  # the kernel's own limit on a chain of symlinks
+        if path in named:
+            return named[path]
+        m = _FD_ALIAS.match(path)
+        if m or (path.startswith(own) and path[len(own) :].isdigit()):
+            return int(m.group(1) if m else path[len(own) :])
+        try:
+            link = os.readlink(path)
+        except OSError:
+            return None
+        path = os.path.normpath(os.path.join(os.path.dirname(path), link))
+    return None
 
 
 def _why(e: OSError) -> str:
@@ -79,6 +118,9 @@ class Output:
             raise UsageError("--resume needs -o FILE (the records already written are read from it)")
         if self.path is not None:
             refuse_own_input("-o", self.path, inputs)
+            fd = _fd_alias(self.path)
+            if fd is not None:
+                require_writable_stdout(f"-o {self.path}", fd)
         else:
             refuse_stdout_input(inputs)
 
