@@ -14,10 +14,9 @@ class GradeSummary:
     def add(self, record: dict[str, Any]) -> None:
         """Count one graded record (a later record with the same id replaces the earlier one)."""
         grade = record.get("grade") or {}
-        patch = record.get("model_patch", record.get("patch"))
         self.by_id[str(record.get("id"))] = {
             "status": grade.get("status"),
-            "empty": not (isinstance(patch, str) and patch.strip()),
+            "empty": _empty_patch(record, grade),
             "reason": grade.get("reason"),
             "set_aside": bool(grade.get("set_aside")),
         }
@@ -81,3 +80,16 @@ class GradeSummary:
         out["unresolved_reason_ids"] = reasons
         out["set_aside_ids"] = sorted(rid for rid, info in self.by_id.items() if info["set_aside"])
         return out
+
+
+def _empty_patch(record: dict[str, Any], grade: dict[str, Any]) -> bool:
+    """Whether the record submitted no patch: its patch text is there and blank, and its grade does not say a patch
+    was applied. A record that carries the verdict but not the patch text (`filter --drop patch`, converted harness
+    results) is counted by its verdict, never as an empty patch."""
+    if grade.get("patch_applied") is True:
+        return False
+    key = "model_patch" if "model_patch" in record else "patch" if "patch" in record else None
+    if key is None:
+        return False
+    patch = record[key]
+    return patch is None or (isinstance(patch, str) and not patch.strip())
