@@ -11,9 +11,11 @@ from swerl_cli.cli._common import boundary, err_console
 HELP = """Write one self-contained HTML report (no network at view time) of an RL run or of graded files.
 
 Inputs: an RL run directory in the layout of `make rl` (iter-k/graded.jsonl, eval-graded.jsonl, dapo.json,
-metrics.jsonl), or graded JSONL files, one iteration each, in the order given. The page shows pass@1 +- SEM on the
-rollouts and the eval split, rewards with and without the step penalty, DAPO group/step/clip/logprob-gap numbers,
-turns/tokens/exit-status/time per iteration, a per-task solve-rate heat map, and a trajectory viewer that parses
+metrics.jsonl, probe.json), or graded JSONL files, one iteration each, in the order given. The page shows pass@1 +-
+SEM on the rollouts and the eval split, rewards with and without the step penalty, DAPO group/step/clip/logprob-gap
+numbers, turns/tokens/exit-status/time per iteration, a learning curve per run directory (pool pass rate +- SE,
+groups and samples kept, optimizer steps, submit share and precision, format errors per turn, and the probe of each
+checkpoint: gold edit-turn log p, frame drift), a per-task solve-rate heat map, and a trajectory viewer that parses
 a record only when it is selected (usable with 10,000 records)."""
 
 
@@ -74,10 +76,14 @@ def _check_numbers(max_chars: int, l_thr: int | None, t_max: int | None) -> None
 
 
 def _files_read(inputs: list[str]) -> list[str]:
-    """The files the report reads: each run directory's iter-k/ files (report.build.discover), and the files given.
+    """The files the report reads: each run directory's iter-k/ files (report.build.discover) and probes
+    (report.curve.probe_paths), and the files given.
 
     A page written into its run directory (`make paper-mini`'s RUN/report.html) is not one of them, so the run can
     be reported again; an iteration file as the output is refused."""
     from swerl_cli.report.build import discover
+    from swerl_cli.report.curve import probe_paths
 
-    return [f for src in discover(inputs) for f in (src.graded, src.eval, src.dapo, src.metrics) if f]
+    sources = discover(inputs)
+    probes = [f for run in dict.fromkeys(s.run for s in sources if s.run) for f in probe_paths(run).values()]
+    return [f for src in sources for f in (src.graded, src.eval, src.dapo, src.metrics) if f] + probes

@@ -76,6 +76,12 @@ def check_dapo_summary(path: str, summary: dict[str, Any]) -> dict[str, Any]:
             raise bad(f"counts.{key}", "an integer", v)
     if summary.get("warning") is not None and not isinstance(summary["warning"], str):
         raise bad("warning", "a string", summary["warning"])
+    dapo = (summary.get("config") or {}).get("dapo")
+    if dapo is not None and not isinstance(dapo, dict):
+        raise bad("config.dapo", "an object", dapo)
+    start = (dapo or {}).get("optimizer_start")
+    if start is not None and not isinstance(start, str):  # the learning curve's optimizer start (curve.py)
+        raise bad("config.dapo.optimizer_start", "a string", start)
     return summary
 
 

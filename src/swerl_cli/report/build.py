@@ -1,7 +1,8 @@
 """Inputs of `swerl report` -> ReportData: iterations found on disk, streamed once into statistics and viewer bodies.
 
 An RL run directory (the layout of `make rl`) holds iter-k/ per checkpoint k: graded.jsonl (rollouts of checkpoint
-k), eval-graded.jsonl (held-out eval of checkpoint k), dapo.json and metrics.jsonl (the update k -> k+1). Plain
+k), eval-graded.jsonl (held-out eval of checkpoint k), dapo.json and metrics.jsonl (the update k -> k+1), and
+probe.json (the forward-only probe of checkpoint k; curve.py draws the learning curve per run directory). Plain
 graded files are one iteration each, in the order given. Records are read one at a time: only the statistics and
 the compact viewer bodies stay in memory.
 """
@@ -24,6 +25,7 @@ from swerl_cli.report.aggregate import (
     penalty_settings,
     split_stats,
 )
+from swerl_cli.report.curve import RunCurve, Tally, run_curve
 from swerl_cli.report.viewer import body_of, tamper_flag
 from swerl_cli.streams.graded import read_graded
 from swerl_cli.streams.jsonl import read_records
@@ -40,6 +42,9 @@ class Source:
     eval: str | None = None
     dapo: str | None = None
     metrics: str | None = None
+    run: str | None = None  # the run directory as given (None for a graded file)
+    run_name: str = ""  # its name on the page: the directory's name, or the path as given when two share one
+    k: int = 0
 
 
 @dataclass
@@ -51,6 +56,7 @@ class ReportData:
     steps: list[dict[str, Any]]
     heat: dict[str, dict[str, Any]]
     tasks: list[str]
+    curves: list[RunCurve] = field(default_factory=list)  # per run directory given (curve.py)
     index: list[list[Any]] = field(default_factory=list)  # per record: iteration, split, task, sample, status, ...
     bodies: list[str] = field(default_factory=list)  # per record: JSON text of its viewer body
     systems: list[str] = field(default_factory=list)
@@ -73,9 +79,12 @@ def discover(inputs: list[str]) -> list[Source]:
     for item in inputs:
         p = Path(item)
         if p.is_dir():
-            prefix = "" if len(dirs) < 2 else f"{p.resolve().name if unique else item.rstrip('/')}/"
+            name = p.resolve().name if unique else item.rstrip("/")
+            prefix = "" if len(dirs) < 2 else f"{name}/"
             iters = sorted((int(m.group(1)), d) for d in p.iterdir() if d.is_dir() and (m := _ITER.match(d.name)))
             found = [_iteration(d, k, prefix) for k, d in iters]
+            for s in found:
+                s.run, s.run_name = item, name
             found = [s for s in found if s.graded or s.eval]
             if not found:
                 raise InputError(item, None, None, "no iter-k/graded.jsonl or iter-k/eval-graded.jsonl below it")
@@ -108,6 +117,7 @@ def _iteration(d: Path, k: int, prefix: str = "") -> Source:
         have("eval-graded.jsonl"),
         have("dapo.json"),
         have("metrics.jsonl"),
+        k=k,
     )
 
 
@@ -140,14 +150,18 @@ def build_report(
     task_ids: dict[str, int] = {}
     systems: dict[str, int] = {}
     global_step = 0
+    tallies: dict[str, dict[int, Tally]] = {}  # run directory -> k -> its rollouts' counts (the learning curve)
     for i, (src, summary) in enumerate(zip(sources, summaries, strict=True)):
         it: dict[str, Any] = {"label": src.label, "train": None, "eval": None, "dapo": dapo_stats(summary)}
         for split, path in ((0, src.graded), (1, src.eval)):
             if path is None:
                 continue
             samples = []
+            tally = tallies.setdefault(src.run, {}).setdefault(src.k, Tally()) if src.run and not split else None
             for loc in read_records(path):
                 s = read_graded(loc)
+                if tally is not None:
+                    tally.add(s)
                 samples.append(s.detached())  # the statistics need the view, not the record
                 tid = task_ids.setdefault(s.instance_id, len(task_ids))
                 grade = loc.obj.get("grade") or {}
@@ -164,6 +178,10 @@ def build_report(
                     global_step += 1
                     data.steps.append({**loc.obj, "iteration": i, "global_step": global_step})
         data.iterations.append(it)
+    runs = {src.run: src.run_name for src in sources if src.run}
+    for run, name in runs.items():
+        per_k = {s.k: summary for s, summary in zip(sources, summaries, strict=True) if s.run == run}
+        data.curves.append(run_curve(name, run, tallies.get(run, {}), per_k))
     data.tasks = list(task_ids)
     data.systems = list(systems)
     data.heat = {split: heat_map(data.iterations, split) for split in ("train", "eval")}

@@ -18,6 +18,7 @@ from typing import Any
 from swerl_cli import __version__
 from swerl_cli.report.build import ReportData
 from swerl_cli.report.charts import Series, line_chart, stacked_bars, step_charts
+from swerl_cli.report.curve_page import curve_section
 
 CHUNK = 32  # records per compressed body chunk
 
@@ -230,6 +231,7 @@ def render_page(data: ReportData) -> str:
 {_count(n_rec, "record")} · {_count(n_tasks, "task")} · swerl {__version__}</p></header>
 <section id="summary"><h2>Across iterations</h2>{summary_table(data)}
 <div class="charts">{"".join(charts(data))}</div></section>
+{curve_section(data.curves)}
 <section id="tasks"><h2>Per task</h2>{heat_table(data, "train")}{heat_table(data, "eval")}</section>
 <section id="viewer"><h2>Trajectories</h2>
 <div class="filters">
