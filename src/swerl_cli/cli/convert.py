@@ -14,9 +14,11 @@ HELP = """Convert trajectories between swerl and other tools. --from FORMAT (SWE
 all_preds.jsonl, .pred; auto detects) writes one swerl trajectory record per source trajectory, ready for grade,
 filter and rft. The SWE-bench harness's run summary ({model}.{run_id}.json) and report.json files (or their
 logs/run_evaluation directory) become graded records for eval and report. --to swebench-preds (JSONL) or
-preds-json (one {instance_id: prediction} object) turns swerl trajectory or graded records into SWE-bench
-predictions. An unusable file or row costs one stderr line (FILE:LINE: field ...) and the rest still converts,
-then the exit code is 4; --strict stops at the first (exit 3, -o untouched)."""
+preds-json (one {instance_id: prediction} object) turns swerl trajectory or graded records, or prediction rows,
+into SWE-bench predictions, each model_patch kept. swerl's own records are recognised by their schema tag and
+pass through as they are (--from swerl: read only those and prediction rows). An unusable file or row costs one
+stderr line (FILE:LINE: field ...) and the rest still converts, then the exit code is 4; --strict stops at the
+first (exit 3, -o untouched)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -50,12 +52,16 @@ def _convert(
     ] = "swerl",
     model_name: Annotated[
         str | None,
-        typer.Option(help="model_name_or_path of predictions [default: policy.model, else run]; also harness results."),
+        typer.Option(
+            help="model_name_or_path of predictions [default: a row's model_name_or_path, else policy.model, else "
+            "run]; policy.model of harness results [default: the log folder's model name with __ read as /, which "
+            "mangles a name that holds __ itself: set it here]."
+        ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first unusable file or row.")] = False,
 ) -> None:
     from swerl_cli.convert import OUTPUTS, convert_paths, unique_records, write_target
-    from swerl_cli.convert.usable import usable_records
+    from swerl_cli.convert.usable import usable, usable_records
     from swerl_cli.core.errors import EXIT_ROWS_FAILED, InputError, UsageError
     from swerl_cli.grading.jobs import load_tasks
     from swerl_cli.streams.jsonl import read_records
@@ -92,10 +98,14 @@ def _convert(
         def converted():
             rewrite = actions == "swerl"
             for rec in convert_paths(inputs, source, tasks=task_map, run=run, rewrite=rewrite, model=model_name):
+                if isinstance(rec, dict):
+                    rec = Located(rec["source"]["file"], rec["source"]["line"] or 0, rec)
+                elif isinstance(rec, Located) and target != "swerl":  # a swerl record: as --from swerl takes it
+                    rec = usable(rec, model_name)
                 if isinstance(rec, InputError):
                     skip(rec)
                     continue
-                yield Located(rec["source"]["file"], rec["source"]["line"] or 0, rec)
+                yield rec
 
         records = converted()
     with open_output(output, "replace", inputs=[*(inputs or []), *([tasks] if tasks else [])]) as out:

@@ -1,5 +1,6 @@
 """Reading source files for `swerl convert`: which files a directory stands for, whole-file JSON documents versus
-JSON Lines, and one record or InputError per source trajectory, so one broken file costs one line."""
+JSON Lines, and one record or InputError per source trajectory, so one broken file costs one line. Under `--from
+auto` a swerl trajectory or graded record (its `schema` tag) is already converted: it comes out as it is, Located."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import orjson
 
 from swerl_cli.convert.base import Converter
+from swerl_cli.convert.predictions import is_swerl_record
 from swerl_cli.convert.registry import FORMATS, converters, detect
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.jsonl import iter_lines, parse_line
@@ -86,7 +88,10 @@ def _is_json_lines(path: str, active: list[Converter], chosen: bool) -> bool:
         return False
 
 
-def convert_file(path: str, active: list[Converter], chosen: bool) -> Iterator[dict[str, Any] | InputError]:
+Converted = dict[str, Any] | InputError | Located  # a converted record, an unusable source, a swerl record as it is
+
+
+def convert_file(path: str, active: list[Converter], chosen: bool) -> Iterator[Converted]:
     """Records (or one InputError per unusable trajectory) of one source file, by the `active` converters
     (`chosen`: the one `--from` named; else every registered one, tried in detection order)."""
     try:
@@ -118,9 +123,11 @@ def _rows(path: str) -> Iterator[Located]:
             yield Located(name, n, e)
 
 
-def _one(obj: Any, path: str, line: int | None, active: list[Converter], chosen: bool) -> dict[str, Any] | InputError:
+def _one(obj: Any, path: str, line: int | None, active: list[Converter], chosen: bool) -> Converted:
     if isinstance(obj, InputError):
         return obj
+    if not chosen and is_swerl_record(obj):  # swerl's own record (e.g. for --to swebench-preds): nothing to convert
+        return Located(path, line or 0, obj)
     conv = active[0] if chosen else detect(obj, active)
     if conv is None:
         what = f"top-level keys {sorted(obj)[:6]}" if isinstance(obj, dict) else f"a JSON {type(obj).__name__}"
@@ -139,12 +146,13 @@ def convert_paths(
     run: str | None = None,
     rewrite: bool = True,
     model: str | None = None,
-) -> Iterator[dict[str, Any] | InputError]:
-    """Every source trajectory of `paths` as a swerl trajectory record (with id, run, sample, task) or an error."""
+) -> Iterator[Converted]:
+    """Every source trajectory of `paths` as a swerl trajectory record (with id, run, sample, task) or an error; a
+    swerl record met under `--from auto` as it is, Located."""
     seen: dict[tuple[str, str], int] = {}
     active = converters(fmt, rewrite=rewrite, run=run, model=model)
 
-    def converted() -> Iterator[dict[str, Any] | InputError]:
+    def converted() -> Iterator[Converted]:
         for c in active:
             c.begin(paths)
         for path in expand(paths):
@@ -153,7 +161,7 @@ def convert_paths(
             yield from c.finish()
 
     for rec in converted():
-        if isinstance(rec, InputError):
+        if isinstance(rec, InputError | Located):
             yield rec
             continue
         iid = rec["instance_id"]

@@ -10,20 +10,32 @@ from swerl_cli.streams.records import GRADED, TRAJECTORY, Located, UniqueIds, ch
 OUTPUTS = ("swerl", "swebench-preds", "preds-json")
 
 
+def is_swerl_record(obj: Any) -> bool:
+    """A swerl trajectory or graded record (its `schema` tag says so): `--from auto` passes it through as it is."""
+    tag = obj.get("schema") if isinstance(obj, dict) else None
+    return isinstance(tag, str) and tag.rpartition("/")[0] in (TRAJECTORY, GRADED)
+
+
 def to_prediction(loc: Located, model_name: str | None) -> dict[str, Any]:
-    """A trajectory or graded record -> `{instance_id, model_name_or_path, model_patch}` ("" when no patch)."""
+    """A trajectory or graded record, or a SWE-bench prediction row (`model_patch`, `model_name_or_path`; a graded
+    one too), -> `{instance_id, model_name_or_path, model_patch}` ("" when no patch). The model is `model_name`
+    (`--model-name`) when given, else the row's `model_name_or_path`, the record's `policy.model`, its `run`."""
     check_schema(loc, TRAJECTORY, GRADED)
     obj = loc.obj
     iid = obj.get("instance_id")
     if not isinstance(iid, str) or not iid:
         raise loc.error("instance_id", "missing" if iid is None else "expected string")
-    patch = obj.get("patch")
+    key = "model_patch" if "model_patch" in obj and "patch" not in obj else "patch"
+    patch = obj.get(key)
     if patch is not None and not isinstance(patch, str):
-        raise loc.error("patch", "expected string or null")
-    policy = dict_at(obj, "policy")
-    name = model_name or policy.get("model") or obj.get("run")
+        raise loc.error(key, "expected string or null")
+    row_model = obj.get("model_name_or_path")
+    if row_model is not None and not isinstance(row_model, str):
+        raise loc.error("model_name_or_path", "expected string or null")
+    name = model_name or row_model or dict_at(obj, "policy").get("model") or obj.get("run")
     if not isinstance(name, str) or not name:
-        raise loc.error("policy.model", "missing: the record names no model; pass --model-name")
+        field = "model_name_or_path" if key == "model_patch" else "policy.model"
+        raise loc.error(field, "missing: the record names no model; pass --model-name")
     return {"instance_id": iid, "model_name_or_path": name, "model_patch": patch or ""}
 
 

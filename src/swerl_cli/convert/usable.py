@@ -20,12 +20,20 @@ def usable_records(
     """Each source's records that `to_prediction` accepts; `skip(error)` for every other line."""
     for src in sources:
         for loc in _rows(src, skip):
-            try:
-                to_prediction(loc, model_name)
-            except InputError as e:
-                skip(e)
+            checked = usable(loc, model_name)
+            if isinstance(checked, InputError):
+                skip(checked)
                 continue
             yield loc
+
+
+def usable(loc: Located, model_name: str | None) -> Located | InputError:
+    """`loc` when `to_prediction` accepts it, else the error that says why not."""
+    try:
+        to_prediction(loc, model_name)
+    except InputError as e:
+        return e
+    return loc
 
 
 def _rows(src: str, skip: Callable[[InputError], None]) -> Iterator[Located]:
