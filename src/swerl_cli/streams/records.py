@@ -26,6 +26,7 @@ GRADED = "swerl.graded"
 SUMMARY = "swerl.summary"
 EVAL = "swerl.eval"
 COMPARE = "swerl.compare"
+PAIRED = "swerl.paired"
 
 # Versions each reader understands; a record with an unknown version is rejected with a clear error.
 KNOWN_VERSIONS: dict[str, frozenset[int]] = {
@@ -35,6 +36,7 @@ KNOWN_VERSIONS: dict[str, frozenset[int]] = {
     SUMMARY: frozenset({1}),
     EVAL: frozenset({1}),
     COMPARE: frozenset({1}),
+    PAIRED: frozenset({1}),
 }
 CURRENT_VERSION = {name: max(v) for name, v in KNOWN_VERSIONS.items()}
 
