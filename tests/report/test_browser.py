@@ -39,6 +39,7 @@ def _count(b: Browser, chart: str, what: str = "circle.pt") -> dict[str, int]:
 
 def test_report_page_in_chromium(browser: Browser, tmp_path: Path):
     run = make_run(tmp_path / "runs", [[1, 4], [2, 4], [4, 4]])
+    (run / "iter-1" / "probe.json").write_text('{"gold_edit_logprob": -1.25, "frame_drift": 0.02}\n')
     out = tmp_path / "report.html"
     res = run_swerl("report", str(run), "-o", str(out))
     assert res.returncode == 0, res.stderr.decode()
@@ -53,6 +54,12 @@ def test_report_page_in_chromium(browser: Browser, tmp_path: Path):
     assert _count(browser, "clip") == {"low": 3, "high": 3}
     assert _count(browser, "step_loss") == {"loss": 6}
     assert _count(browser, "groups", "rect.bar") == {"kept": 3, "dropped": 3}
+    # the learning curve: one line for the run, the probe of checkpoint 1 alone, a table row per iteration
+    assert _count(browser, "curve_pass") == {"runs": 3}
+    # error bars at iterations 0 and 1 (iteration 2 resolved 8 of 8: SE 0, no bar)
+    assert browser.eval("document.querySelectorAll('figure[data-chart=curve_pass] line.err').length") == 2
+    assert _count(browser, "curve_gold") == {"runs": 1}
+    assert browser.eval("document.querySelectorAll('table.curve tbody tr').length") == 3
     assert browser.eval("document.querySelectorAll('table.heat[data-split=train] tbody tr').length") == 2
     # a heat-map cell filters the list to that task and iteration; a row click shows the trajectory's turns
     browser.click('table.heat[data-split=train] tr[data-task="T0"] td[data-iter="1"]')
