@@ -90,7 +90,9 @@ def curve_table(curves: list[RunCurve]) -> str:
             attrs = f' data-run="{escape(c.name)}" data-k="{p["k"]}"'
             rows.append(f"<tr{attrs}>" + "".join(f"<td>{escape(x)}</td>" for x in cells) + "</tr>")
     head = "".join(f"<th>{escape(h)}</th>" for h in _HEAD)
-    return f'<table class="summary curve"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    body = "".join(rows)
+    table = f'<table class="summary curve"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<div class="tablewrap">{table}</div>'
 
 
 def curve_section(curves: list[RunCurve]) -> str:
