@@ -143,6 +143,11 @@ def test_several_runs_one_line_each(tmp_path: Path):
         ("other", "1.0"),
     ]
     assert {s for s, _ in _points(html, "curve_gold")} == {"dapo-s0"}
+    evals = tmp_path / "base" / "iter-0"  # an eval-only directory: one note, no line
+    write_jsonl(evals / "eval-graded.jsonl", [graded("T0", 0, run="eval-0")])
+    data = build_report([str(a), str(evals.parent)])
+    assert data.curves[1].notes == ["base: no rollouts, updates or probes: no learning curve"]
+    assert {s for s, _ in _points(render_page(data), "curve_pass")} == {"dapo-s0"}
 
 
 @pytest.mark.parametrize(

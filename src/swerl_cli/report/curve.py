@@ -162,9 +162,15 @@ def run_curve(name: str, run: str, tallies: dict[int, Tally], summaries: dict[in
             "probe": probes.get(k),
         }
         curve.points.append(point)
-    for what, key in (("iter-k/graded.jsonl", "rollouts"), ("iter-k/dapo.json", "update"), ("probe.json", "probe")):
-        if not any(p[key] for p in curve.points):
-            curve.notes.append(f"{name}: no {what}: its curves are skipped")
+    missing = [
+        what
+        for what, key in (("iter-k/graded.jsonl", "rollouts"), ("iter-k/dapo.json", "update"), ("probe.json", "probe"))
+        if not any(p[key] for p in curve.points)
+    ]
+    if len(missing) == 3:  # an eval-only directory (make paper-mini's RUN/base)
+        curve.notes.append(f"{name}: no rollouts, updates or probes: no learning curve")
+    else:
+        curve.notes += [f"{name}: no {what}: its curves are skipped" for what in missing]
     if 0 in probes and Path(probes[0]["path"]).parent.name != "iter-0":
         curve.notes.append(f"{name}: checkpoint 0's probe is {probes[0]['path']}")
     return curve
