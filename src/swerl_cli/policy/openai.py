@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from swerl_cli.core.aio import within
 from swerl_cli.core.errors import PolicyError, UsageError
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
@@ -144,13 +145,19 @@ class OpenAIPolicy(PolicyBackend):
             comp.policy_version, comp.policy_version_end = before, await self._server_version()
         return comp
 
+    def _probe_timeout_s(self) -> float:
+        """The whole time a probe (/tokenize, /weight_info) may take, from sending to the last byte of the reply:
+        30 s, or --request-timeout-s when shorter. A total, not httpx's idle limit, which a server sending one byte
+        per second never reached (the first turn then waited forever)."""
+        return min(30.0, self.endpoints.request_timeout_s)
+
     async def _server_version(self) -> str:
         """The weight version the (first) server reports at GET /weight_info (set by policy/refresh.py)."""
         url = f"{server_root(self.base_urls[0])}/weight_info"
         try:
-            resp = await self.endpoints.client().get(url, timeout=30)
+            resp = await within(self.endpoints.client().get(url), self._probe_timeout_s())
             version = resp.json().get("weight_version") if resp.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError) as e:
+        except (httpx.HTTPError, ValueError, AttributeError, asyncio.TimeoutError) as e:
             raise PolicyError(f"{url}: cannot read the weight version: {type(e).__name__}: {e}") from None
         if not isinstance(version, str):
             raise PolicyError(
@@ -168,9 +175,9 @@ class OpenAIPolicy(PolicyBackend):
         body = {"model": self.model, "prompt": "a", "add_special_tokens": False}
         for base in self.base_urls:
             try:
-                resp = await client.post(f"{server_root(base)}/tokenize", json=body, timeout=30)
-            except httpx.HTTPError:
-                continue
+                resp = await within(client.post(f"{server_root(base)}/tokenize", json=body), self._probe_timeout_s())
+            except (httpx.HTTPError, asyncio.TimeoutError):
+                continue  # no answer in time counts as no answer (a connection error): the next URL, or next turn
             try:
                 return resp.status_code == 200 and isinstance(resp.json().get("tokens"), list)
             except (ValueError, AttributeError):
