@@ -172,6 +172,8 @@ def convert_paths(
         rec_run = run or rec.get("run") or rec["source"]["format"]
         sample = seen.get((iid, rec_run), 0)
         seen[(iid, rec_run)] = sample + 1
+        if isinstance(rec.get("sample"), int):  # a sample the source names (a swerl summary's INSTANCE/RUN/SAMPLE)
+            sample = rec["sample"]
         task = tasks[iid].to_json() if tasks is not None else None
         if "schema" not in rec:  # a converted trajectory's fields
             yield trajectory_record(**rec, run=rec_run, sample=sample, task=task)

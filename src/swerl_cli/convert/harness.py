@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from swerl_cli.convert.base import Converter, ConverterConfig
+from swerl_cli.convert.summary_ids import refusal, split_summary_id
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import GRADED, schema_tag, short_json
 
@@ -84,6 +85,7 @@ class HarnessRun:
 
     def __init__(self, run: str | None, model: str | None) -> None:
         self.run, self.model = run, model
+        self.named_model = model  # --model-name: wins over every name the files give
         self.by_id: dict[str, dict[str, Any]] = {}  # instance_id -> record
         self.errors: list[InputError] = []
         self._summary_stem: str | None = None
@@ -137,6 +139,8 @@ class HarnessRun:
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise InputError(path, None, key, f"expected an array of instance ids, got {short_json(ids)}")
             for iid in ids:
+                if why := refusal(iid):
+                    raise InputError(path, None, key, why)
                 if iid in verdicts:
                     raise InputError(path, None, key, f"{iid!r} is also in {verdicts[iid]}")
                 verdicts[iid] = key
@@ -228,14 +232,16 @@ class HarnessRun:
             model = self._summary_stem.removesuffix(f".{self.run}").replace("__", "/")
         out: list[dict[str, Any] | InputError] = []
         dirs = self._instance_dirs() if any(r["grade"]["status"] == "error" for r in self.by_id.values()) else {}
-        for iid, r in self.by_id.items():
+        for key, r in self.by_id.items():
+            sid = split_summary_id(key)  # swerl's own summary lists record ids: INSTANCE/RUN/SAMPLE, INSTANCE/MODEL
             if r["grade"]["status"] == "error":
-                self._classify_error(r, dirs.get(iid))
+                self._classify_error(r, dirs.get(sid.instance_id))
             out.append(
                 {
-                    "instance_id": iid,
-                    "run": run,
-                    "policy": {"backend": "import", "model": model},
+                    "instance_id": sid.instance_id,
+                    "run": sid.run or run,
+                    **({"sample": sid.sample} if sid.sample is not None else {}),
+                    "policy": {"backend": "import", "model": self.named_model or sid.model or model},
                     "patch": r["patch"] if r["patch"] is not None else "",
                     "exit_status": "submitted",
                     "grade": r["grade"],
