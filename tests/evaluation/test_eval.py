@@ -104,3 +104,82 @@ def test_eval_cli_bad_record_is_located(tmp_path: Path) -> None:
     res = run_swerl("eval", str(src))
     assert res.returncode == 3
     assert res.stderr.decode().splitlines() == [f"swerl eval: {src}:3: field 'grade.resolved': expected bool, got 1"]
+
+
+def test_eval_cli_format_markdown(tmp_path: Path) -> None:
+    it0 = _write(tmp_path, "it0.jsonl", RECORDS)
+    it1 = _write(tmp_path, "it1.jsonl", [graded("a", i, True) for i in range(3)])
+    res = run_swerl("eval", str(it0), str(it1), "--format", "markdown")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""  # the text replaces the tables
+    lines = res.stdout.decode().splitlines()
+    assert lines[0] == "**swerl eval**"
+    assert lines[2].startswith("| input | samples (errors) | tasks | pass@1 ± SEM | pass@2 | pass@3 | turns mean |")
+    assert lines[3] == "|" + "---|" * 14  # input, 5 metrics, 8 turns/tokens stats
+    # turns of every sample, the error's included: 211 / 7 = 30.1
+    assert lines[4].startswith("| it0.jsonl | 7 (1) | 3 | 0.500 ± 0.224 | 0.833 (1 excl.) | 1 (2 excl.) | 30.1 |")
+    assert lines[5].startswith("| it1.jsonl | 3 (0) | 1 | 1 ± 0 | 1 | 1 | 5 |")
+
+
+def test_eval_cli_format_csv_raw_numbers(tmp_path: Path) -> None:
+    import csv
+
+    it0 = _write(tmp_path, "it0.jsonl", RECORDS)
+    res = run_swerl("eval", str(it0), "--format", "csv")
+    assert res.returncode == 0, res.stderr
+    rows = list(csv.DictReader(res.stdout.decode().splitlines()))
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["source"], row["samples"], row["errors"], row["tasks"]) == (str(it0), "7", "1", "3")
+    assert float(row["pass@1"]) == pytest.approx(0.5)
+    assert float(row["pass@1_sem"]) == pytest.approx(math.sqrt(1.5 / 5 / 6))
+    assert float(row["pass@2"]) == pytest.approx(5 / 6)
+    assert row["pass@2_excluded"] == "1"
+    assert float(row["turns_max"]) == 60
+
+
+def test_eval_cli_format_csv_paired_block(tmp_path: Path) -> None:
+    import csv
+
+    a = _write(tmp_path, "a.jsonl", [graded("a", 0, False), graded("a", 1, False), graded("b", 0, True)])
+    b = _write(tmp_path, "b.jsonl", [graded("a", 0, True), graded("a", 1, True), graded("b", 0, True)])
+    res = run_swerl("eval", str(a), str(b), "--paired", "--format", "csv")
+    assert res.returncode == 0, res.stderr
+    blocks = res.stdout.decode().split("\n\n")
+    assert len(blocks) == 2
+    (row,) = list(csv.DictReader(blocks[1].splitlines()))
+    assert (row["a"], row["b"], row["key"], row["pairs"], row["a_only"], row["b_only"]) == (
+        str(a),
+        str(b),
+        "sample",  # no policy.sampling.seed in these records
+        "3",
+        "0",
+        "2",
+    )
+    assert float(row["diff"]) == pytest.approx(2 / 3)
+    assert float(row["p_two_sided"]) == 0.5  # 2 * C(2,0) / 2^2
+    assert float(row["z"]) == pytest.approx(2.0)  # d = 1, 1, 0: mean 2/3, SE 1/3
+
+
+def test_eval_cli_format_refuses_json_and_unknown(tmp_path: Path) -> None:
+    src = _write(tmp_path, "g.jsonl", RECORDS)
+    res = run_swerl("eval", str(src), "--format", "csv", "--json")
+    assert (res.returncode, res.stdout) == (2, b"")
+    assert res.stderr.decode().splitlines() == [
+        "swerl eval: --format csv prints text on stdout, --json records: give one of them"
+    ]
+    res = run_swerl("eval", str(src), "--format", "html")
+    assert res.returncode == 2
+    expected = "swerl eval: --format: expected one of table, markdown, csv; got 'html'"
+    assert res.stderr.decode().splitlines() == [expected]
+
+
+def test_eval_cli_compare_reads_stdin_once(tmp_path: Path) -> None:
+    # Before: the per-input table consumed stdin and --compare saw no record of A ("2 only in b.jsonl").
+    recs = [graded("x", 0, True), graded("y", 0, False)]
+    b = _write(tmp_path, "b.jsonl", recs)
+    res = run_swerl("eval", "-", str(b), "--compare", "--json", input=jsonl(recs))
+    assert res.returncode == 0, res.stderr
+    cmp = orjson.loads(res.stdout.splitlines()[-1])
+    assert cmp["counts"]["agree"] == 2
+    assert cmp["counts"]["only_b"] == 0

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
+import orjson
 import pytest
 
 from swerl_cli.core.errors import InputError
@@ -131,3 +134,71 @@ def test_paired_missing_sample_is_located(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         paired_compare(a, a)
     assert str(e.value) == f"{a}:2: field 'sample': missing"
+
+
+def _swerl(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The installed console script, as a user runs it."""
+    exe = Path(sys.executable).with_name("swerl")
+    return subprocess.run([str(exe), *args], input=stdin, capture_output=True, timeout=120)
+
+
+def test_eval_paired_cli_json(tmp_path: Path) -> None:
+    a, b = _runs(tmp_path)
+    res = _swerl("eval", a, b, "--paired", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert [r["schema"] for r in rows] == ["swerl.eval/1", "swerl.eval/1", "swerl.paired/1"]
+    rec = rows[2]
+    assert (rec["a"], rec["b"], rec["key"], rec["pairs"]) == (a, b, "seed", 10)
+    assert rec["diff"]["mean"] == pytest.approx(0.5)
+    assert rec["diff"]["se"] == pytest.approx(math.sqrt(0.05))
+    assert rec["mcnemar"] == {"p_two_sided": 0.125, "p_b_greater": 0.0625}
+    assert rec["unpaired"]["a"]["mean"] == rows[0]["pass@1"]["mean"] == pytest.approx(0.3)
+    err = res.stderr.decode()
+    assert "McNemar exact p, two-sided" in err
+    assert "0.500 ± 0.224" in err  # diff B - A ± SE
+
+
+def test_eval_paired_cli_stdin_is_read_once(tmp_path: Path) -> None:
+    # `-` as A: the per-input table and the paired comparison both see its records (stdin is kept, not re-read).
+    a, b = _runs(tmp_path)
+    res = _swerl("eval", "-", b, "--paired", "--json", stdin=Path(a).read_bytes())
+    assert res.returncode == 0, res.stderr
+    rows = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert (rows[0]["samples"], rows[2]["a"], rows[2]["pairs"]) == (10, "<stdin>", 10)
+
+
+def test_eval_paired_cli_lists_unpaired_and_errors(tmp_path: Path) -> None:
+    a = _write(tmp_path, "a.jsonl", [_seeded("t0", 0, True), _seeded("t1", 0, False, status="error")])
+    b = _write(tmp_path, "b.jsonl", [_seeded("t0", 0, False), _seeded("t1", 0, True), _seeded("t9", 3, True)])
+    res = _swerl("eval", a, b, "--paired")
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.decode().splitlines()
+    assert f"  error   t1 sample 0 seed 1000  {a}:2" in lines
+    assert f"  only B  t9 sample 3 seed 1003  {b}:3" in lines
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--paired"], "swerl eval: --paired needs exactly two inputs (A B); got 1"),
+        (["--paired", "--pair-on", "task"], "swerl eval: --pair-on: expected one of auto, seed, sample; got 'task'"),
+    ],
+)
+def test_eval_paired_cli_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    a, _ = _runs(tmp_path)
+    res = _swerl("eval", a, *args)
+    assert res.returncode == 2
+    assert res.stderr.decode().splitlines() == [message]
+    assert res.stdout == b""
+
+
+def test_eval_paired_cli_bad_record_is_located(tmp_path: Path) -> None:
+    a, _ = _runs(tmp_path)
+    bad = _seeded("t0", 0, True)
+    del bad["grade"]["resolved"]
+    b = _write(tmp_path, "bad.jsonl", [_seeded("t1", 0, True), bad])
+    res = _swerl("eval", a, b, "--paired")
+    assert res.returncode == 3
+    assert res.stderr.decode().splitlines() == [f"swerl eval: {b}:2: field 'grade.resolved': missing"]
+    assert b"Traceback" not in res.stderr

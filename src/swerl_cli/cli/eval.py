@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
 from typing import Annotated
 
 import typer
@@ -11,9 +12,15 @@ from rich.table import Table
 
 from swerl_cli.cli._common import INPUTS, boundary, err_console
 from swerl_cli.core.errors import UsageError, require_modules
-from swerl_cli.evaluation.compare import Comparison, compare_files
-from swerl_cli.evaluation.metrics import Report, evaluate_file, plot_reports, short_labels
+from swerl_cli.evaluation.compare import Comparison, verdicts
+from swerl_cli.evaluation.compare import compare as compare_runs
+from swerl_cli.evaluation.metrics import Report, evaluate, plot_reports, short_labels
+from swerl_cli.evaluation.paired import KEYS, Paired, paired, source_label
+from swerl_cli.evaluation.tables import FORMATS, max_k, paired_cells, render, report_cells
+from swerl_cli.evaluation.tables import fmt as fmt_num
+from swerl_cli.streams.jsonl import read_records
 from swerl_cli.streams.outputs import open_output, refuse_own_input
+from swerl_cli.streams.records import Located
 
 HELP = """Report pass@1 and pass@k over graded records (grade.status, grade.resolved), one column per input file.
 
@@ -22,7 +29,14 @@ unbiased estimator 1 - C(n-c,k)/C(n,k) per task (instance_id), averaged over tas
 n < k are excluded from that k and counted. Infra errors (grade.status == error) are reported and excluded
 unless --errors-as-failures. Tables go to stderr (stdout when it is a terminal and --json is absent).
 --compare A B lists, instance by instance, where two graded runs agree on grade.resolved (e.g. the SWE-bench
-harness's results, converted by `swerl convert`, against swerl's grading of the same predictions)."""
+harness's results, converted by `swerl convert`, against swerl's grading of the same predictions).
+--paired A B compares two runs evaluated on the same (task, sample seed) pairs, pair by pair: the mean paired
+difference B - A with its SE and z, the discordant pairs and McNemar's exact p (two-sided, and one-sided for
+B > A), beside each side's unpaired pass@1 +- SEM; episodes on one side only are listed, pairs with an infra error
+on either side are excluded and counted (--errors-as-failures does not apply to it). --format markdown|csv
+prints the same metrics as plain text on stdout, pipe or file alike, one row per input (and the --compare and
+--paired blocks after a blank line), for papers and spreadsheets: the one exception to records-only stdout, so
+it cannot go with --json."""
 
 
 def register(app: typer.Typer) -> None:
@@ -43,52 +57,81 @@ def _eval(
     compare: Annotated[
         bool, typer.Option("--compare", help="With two inputs: compare their verdicts instance by instance.")
     ] = False,
+    paired_: Annotated[
+        bool,
+        typer.Option(
+            "--paired", help="With two inputs A B: paired statistics of B against A (with --json: swerl.paired/1)."
+        ),
+    ] = False,
+    pair_on: Annotated[
+        str,
+        typer.Option(
+            metavar="auto|seed|sample",
+            help="--paired key beside instance_id: policy.sampling.seed, sample, or auto (the seed when every record "
+            "has one).",
+        ),
+    ] = "auto",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", metavar="table|markdown|csv", help="table: rich tables; markdown, csv: plain text on stdout."
+        ),
+    ] = "table",
 ) -> None:
     files = files or ["-"]
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: expected one of {', '.join(FORMATS)}; got {fmt!r}")
+    if pair_on not in KEYS:
+        raise UsageError(f"--pair-on: expected one of {', '.join(KEYS)}; got {pair_on!r}")
+    if as_json and fmt != "table":
+        raise UsageError(f"--format {fmt} prints text on stdout, --json records: give one of them")
+    for flag, on in (("--compare", compare), ("--paired", paired_)):
+        if on and (len(files) != 2 or files.count("-") > 1):
+            raise UsageError(f"{flag} needs exactly two inputs (A B); got {len(files)}")
     if plot:
         require_modules("matplotlib")
         refuse_own_input("--plot", plot, files)
-    if compare and (len(files) != 2 or files.count("-") > 1):
-        raise UsageError(f"--compare needs exactly two inputs (A B); got {len(files)}")
-    reports = [evaluate_file(f, errors_as_failures=errors_as_failures) for f in files]
-    cmp = compare_files(files[0], files[1]) if compare else None
+    records = _reader(files, twice=compare or paired_)
+    reports = [evaluate(records(f), source_label(f), errors_as_failures=errors_as_failures) for f in files]
+    a, b = files[0], files[-1]
+    label_a, label_b = source_label(a), source_label(b)
+    cmp = compare_runs(verdicts(records(a)), verdicts(records(b)), label_a, label_b) if compare else None
+    pair = paired(records(a), records(b), label_a, label_b, key=pair_on) if paired_ else None
     if as_json:
         with open_output(None) as out:
             for rep in reports:
                 out.write(rep.to_json())
-            if cmp is not None:
-                out.write(cmp.to_json())
-    console = Console(highlight=False, markup=False) if sys.stdout.isatty() and not as_json else err_console
-    _print_tables(console, reports)
-    if cmp is not None:
-        _print_compare(console, cmp)
+            for extra in (cmp, pair):
+                if extra is not None:
+                    out.write(extra.to_json())
+    if fmt != "table":
+        sys.stdout.write(render(fmt, reports, cmp, pair))
+        sys.stdout.flush()
+    else:
+        console = Console(highlight=False, markup=False) if sys.stdout.isatty() and not as_json else err_console
+        _print_tables(console, reports)
+        if cmp is not None:
+            _print_compare(console, cmp)
+        if pair is not None:
+            _print_paired(console, pair)
     if plot:
         plot_reports(reports, plot)
         err_console.print(f"eval: wrote {plot}")
 
 
-def _fmt(x: float | int | None, digits: int = 3) -> str:
-    if x is None or x != x:
-        return "-"
-    return f"{x:.{digits}f}" if isinstance(x, float) and not float(x).is_integer() else f"{x:g}"
+def _reader(files: list[str], *, twice: bool) -> Callable[[str], Iterable[Located]]:
+    """path -> its records; stdin, which can be read once, is kept in memory when --compare/--paired read it again."""
+    kept = list(read_records("-")) if twice and "-" in files else None
+    return lambda path: kept if path == "-" and kept is not None else read_records(path)
 
 
 def _print_tables(console: Console, reports: list[Report]) -> None:
     labels = short_labels([r.source for r in reports])
     main = Table(title="swerl eval")
     _columns(main, "metric", labels, ["samples (errors)"])
-    main.add_row("samples (errors)", *[f"{r.samples} ({r.errors})" for r in reports])
-    main.add_row("tasks", *[str(r.tasks) for r in reports])
-    main.add_row("pass@1 ± SEM", *[f"{_fmt(r.pass1)} ± {_fmt(r.pass1_sem)}" for r in reports])
-    for k in range(2, max((max(r.pass_at_k, default=0) for r in reports), default=0) + 1):
-        cells = []
-        for r in reports:
-            excl = r.pass_at_k_excluded.get(k, r.tasks)
-            cells.append("-" if k not in r.pass_at_k else _fmt(r.pass_at_k[k]) + (f" ({excl} excl.)" if excl else ""))
-        main.add_row(f"pass@{k}", *cells)
-    for name in ("turns", "tokens"):
-        for stat in ("mean", "p50", "p90", "max"):
-            main.add_row(f"{name} {stat}", *[_fmt(getattr(r, name).get(stat), 1) for r in reports])
+    per_input = [report_cells(r, max_k(reports)) for r in reports]
+    for i, cell in enumerate(per_input[0]):
+        main.add_row(cell.label, *[cells[i].text for cells in per_input])
     console.print(main)
     for title, attr in (("by repo", "by_repo"), ("by exit_status", "by_exit_status")):
         keys = sorted({k for r in reports for k in getattr(r, attr)})
@@ -100,7 +143,7 @@ def _print_tables(console: Console, reports: list[Report]) -> None:
             cells = []
             for r in reports:
                 row = getattr(r, attr).get(key)
-                cells.append("-" if row is None else f"{row['resolved']}/{row['n']} ({_fmt(row['rate'])})")
+                cells.append("-" if row is None else f"{row['resolved']}/{row['n']} ({fmt_num(row['rate'])})")
             table.add_row(key, *cells)
         console.print(table)
     statuses = sorted({k for r in reports for k in r.by_status})
@@ -135,5 +178,20 @@ def _print_compare(console: Console, cmp: Comparison) -> None:
     console.print(
         f"compare: {c['agree']} agree ({c['both_resolved']} both resolved, {c['both_unresolved']} both unresolved), "
         f"{c['disagree']} disagree, {c['error']} with an error, {c['only_a']} only in {a}, {c['only_b']} only in "
-        f"{b}; agreement {_fmt(rate) if rate is not None else '-'}"
+        f"{b}; agreement {fmt_num(rate) if rate is not None else '-'}"
     )
+
+
+def _print_paired(console: Console, pair: Paired) -> None:
+    """A metric | value table, then one plain line per excluded or unpaired episode (never dropped silently)."""
+    a, b = short_labels([pair.a, pair.b])
+    table = Table(title=f"paired: B = {b} against A = {a}")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("value", justify="right", overflow="fold")
+    for cell in paired_cells(pair):
+        table.add_row(cell.label, cell.text)
+    console.print(table)
+    for name, episodes in (("error", pair.error_pairs), ("only A", pair.only_in_a), ("only B", pair.only_in_b)):
+        for ep in episodes:
+            seed = "" if ep.seed is None else f" seed {ep.seed}"
+            console.print(f"  {name:<7} {ep.view.instance_id} sample {ep.view.sample}{seed}  {ep.where}")
