@@ -18,7 +18,8 @@ preds-json (one {instance_id: prediction} object) turns swerl trajectory or grad
 into SWE-bench predictions, each model_patch kept. swerl's own records are recognised by their schema tag and
 pass through as they are (--from swerl: read only those and prediction rows). An unusable file or row costs one
 stderr line (FILE:LINE: field ...) and the rest still converts, then the exit code is 4; --strict stops at the
-first (exit 3, -o untouched)."""
+first (exit 3, -o untouched). A file whose first 5 lines are none of them a JSON object (a binary, a parquet) is
+not JSON Lines: one line for the whole file (with --from swerl it stops the run, exit 3)."""
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ from swerl_cli.convert.base import Converter
 from swerl_cli.convert.predictions import is_swerl_record
 from swerl_cli.convert.registry import FORMATS, converters, detect
 from swerl_cli.core.errors import InputError
-from swerl_cli.streams.jsonl import iter_lines, parse_line
+from swerl_cli.streams.jsonl import lenient_records
 from swerl_cli.streams.records import Located, Task
 from swerl_cli.streams.trajectories import trajectory_id, trajectory_record
 
@@ -115,12 +115,10 @@ def convert_file(path: str, active: list[Converter], chosen: bool) -> Iterator[C
 
 def _rows(path: str) -> Iterator[Located]:
     """JSONL rows, each line parsed on its own: a bad line becomes a Located holding its InputError and reading
-    goes on with the next line, in one pass (stdin too: nothing is read twice, nothing after it is dropped)."""
-    for name, n, line, has_nl in iter_lines(path):
-        try:
-            yield parse_line(name, n, line, has_nl)
-        except InputError as e:
-            yield Located(name, n, e)
+    goes on with the next line, in one pass (stdin too: nothing is read twice, nothing after it is dropped). A file
+    that is not JSON Lines at all (its first lines all unusable: binary, parquet) raises one InputError."""
+    for row in lenient_records(path):
+        yield Located(row.source or path, row.line or 0, row) if isinstance(row, InputError) else row
 
 
 def _one(obj: Any, path: str, line: int | None, active: list[Converter], chosen: bool) -> Converted:

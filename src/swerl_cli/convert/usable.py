@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from swerl_cli.convert.predictions import to_prediction
 from swerl_cli.core.errors import InputError
-from swerl_cli.streams.jsonl import STDIN, iter_lines, parse_line, read_records
+from swerl_cli.streams.jsonl import STDIN, lenient_records, read_records
 from swerl_cli.streams.records import Located
 
 
@@ -41,8 +41,8 @@ def _rows(src: str, skip: Callable[[InputError], None]) -> Iterator[Located]:
     if src != STDIN and src.endswith((".json", ".traj")):
         yield from read_records(src)  # one document: it parses or it does not
         return
-    for name, n, line, has_nl in iter_lines(src):
-        try:
-            yield parse_line(name, n, line, has_nl)
-        except InputError as e:
-            skip(e)
+    for row in lenient_records(src):  # a file that is not JSON Lines at all raises: the run stops (exit 3)
+        if isinstance(row, InputError):
+            skip(row)
+        else:
+            yield row

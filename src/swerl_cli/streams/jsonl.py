@@ -21,6 +21,8 @@ STDIN = "-"
 # file) is one error line instead of filling memory; a trajectory of a 131k-token, 80-turn episode is a few MB.
 MAX_LINE_BYTES = 256 << 20
 MAX_LINE_ENV = "SWERL_MAX_LINE_BYTES"
+# Lenient readers (`lenient_records`) give up on a file after this many bad lines with no good one before them.
+PROBE_LINES = 5
 
 
 def bounded_lines(fh: IO[bytes]) -> Iterator[bytes]:
@@ -138,6 +140,47 @@ def read_records(src: str = STDIN) -> Iterator[Located]:
         return
     for name, n, line, has_nl in iter_lines(src):
         yield parse_line(name, n, line, has_nl)
+
+
+def lenient_records(src: str) -> Iterator[Located | InputError]:
+    """The records of a JSONL path or `-`, line by line, for commands that keep the good rows of a mostly-good file
+    (`convert`): a bad line is yielded as its InputError and reading goes on. A file none of whose first
+    PROBE_LINES lines (all of them, when it has fewer) is a JSON object is not JSON Lines at all (a binary file, a
+    parquet): one InputError is raised for the whole file instead of one per line."""
+    held: list[InputError] = []  # the bad lines before the first good one
+    good = False
+    for name, n, line, has_nl in iter_lines(src):
+        try:
+            loc = parse_line(name, n, line, has_nl)
+        except InputError as e:
+            if good:
+                yield e
+                continue
+            held.append(e)
+            if len(held) >= PROBE_LINES:
+                raise not_json_lines(held) from None
+            continue
+        if not good:
+            good = True
+            yield from held
+        yield loc
+    if held and not good:
+        raise not_json_lines(held)
+
+
+def not_json_lines(bad: list[InputError]) -> InputError:
+    """The one error for a file whose first lines are all unusable: the first line's own error when it is the only
+    line, else a line that says what was expected."""
+    first = bad[0]
+    if len(bad) == 1:
+        return first
+    return InputError(
+        first.source,
+        first.line,
+        None,
+        f"not a JSON Lines file: none of its first {len(bad)} lines is a JSON object (this one: {first.message}); "
+        "expected one JSON object per line",
+    )
 
 
 def read_many(sources: Iterable[str]) -> Iterator[Located]:
