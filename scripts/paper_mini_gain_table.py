@@ -58,12 +58,26 @@ def _submits(records: list[dict]) -> dict:
 
 
 def _paired(a: Path, b: Path) -> dict | None:
-    """The paired comparison of two evals' graded records (swerl_cli.evaluation.paired)."""
+    """The paired comparison of two evals' graded records (swerl_cli.evaluation.paired: same (task, seed) pairs)."""
     if not (a.is_file() and b.is_file()):
         return None
     from swerl_cli.evaluation.paired import paired_compare
 
-    return paired_compare(str(a), str(b)).to_dict()
+    p = paired_compare(str(a), str(b))
+    return {
+        "key": p.key,
+        "n_pairs": p.pairs,
+        "mean_diff": p.diff_mean,
+        "se": p.diff_se,
+        "z": p.z,
+        "b": p.a_only,
+        "c": p.b_only,
+        "mcnemar_p": p.p_two_sided,
+        "p_one_sided": p.p_b_greater,
+        "only_a": len(p.only_in_a),
+        "only_b": len(p.only_in_b),
+        "error_pairs": len(p.error_pairs),
+    }
 
 
 def _split(run: Path) -> dict:
@@ -102,7 +116,7 @@ def _curve(run: Path, d: Path, mutators: dict[str, str]) -> list[dict]:
                 "groups_kept": None if groups is None else groups - (dropped or 0),
                 "samples_kept": counts.get("samples_kept"),
                 "steps": summary.get("steps"),
-                "optimizer_start": ((summary.get("dapo") or {}).get("optimizer_start")),
+                "optimizer_start": ((summary.get("config") or {}).get("dapo") or {}).get("optimizer_start"),
                 **_submits(records),
                 "probe": probe,
             }
@@ -166,8 +180,8 @@ def _paired_cell(p: dict | None) -> str:
     one = p.get("only_a", 0) + p.get("only_b", 0)
     extra = f", {one} unpaired" if one else ""
     return (
-        f"{p['mean_diff']:+.3f} ± {p['se']:.3f} ({p['n_pairs']} pairs{extra}), z {_f(p.get('z'), '+.1f')}, "
-        f"b/c {p['b']}/{p['c']}, McNemar p {p['mcnemar_p']:.3g}"
+        f"{_f(p['mean_diff'], '+.3f')} ± {_f(p['se'])} ({p['n_pairs']} pairs{extra}), z {_f(p.get('z'), '+.1f')}, "
+        f"b/c {p['b']}/{p['c']}, McNemar p {p['mcnemar_p']:.3g} (one-sided {p['p_one_sided']:.3g})"
     )
 
 
@@ -301,8 +315,9 @@ def main(argv: list[str]) -> int:
     if t["curves"]:
         plot(t, run / "curve.png")
         md += "\n![learning curve](curve.png)\n"
-    (run / "table.md").write_text(md)
-    (run / "table.json").write_text(json.dumps(t, indent=1) + "\n")
+    out = run / "table"  # RUN/table.md and RUN/table.json
+    out.with_suffix(".md").write_text(md)
+    out.with_suffix(".json").write_text(json.dumps(t, indent=1) + "\n")
     sys.stdout.write(md)
     return 0
 

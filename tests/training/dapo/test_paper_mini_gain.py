@@ -158,3 +158,76 @@ def test_adopt_takes_the_chosen_update_only_on_its_own_batch(tmp_path: Path):
     assert (d / "iter-1" / "ckpt" / "config.json").exists()
     assert json.loads((d / "iter-0" / "dapo.json").read_text())["steps"] == 2
     assert (d / "iter-0" / "metrics.jsonl").read_text() == '{"step": 1}\n'
+
+
+def _eval_dir(d: Path, outcomes: dict[tuple[int, int], bool], submit_all: bool = True) -> None:
+    """graded eval records (task t, sample s) -> resolved, and eval.json from the real `swerl eval --json`."""
+    from tests.records import graded
+
+    d.mkdir(parents=True)
+    recs = []
+    for (t, s), ok in sorted(outcomes.items()):
+        r = graded(f"t{t}", s, ok, run="eval", turns=4)
+        r["stats"]["format_errors"] = 1
+        r["exit_status"] = "submitted" if (submit_all or ok) else "max_turns"
+        recs.append(json.dumps(r))
+    (d / "eval-graded.jsonl").write_text("\n".join(recs) + "\n")
+    ev = subprocess.run([sys.executable, "-m", "swerl_cli", "eval", "--json", str(d / "eval-graded.jsonl")],
+                        capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    (d / "eval.json").write_text(ev.stdout)
+
+
+def test_table_pairs_every_checkpoint_with_rft_and_draws_the_curve(tmp_path: Path):
+    from tests.records import graded
+
+    run = tmp_path / "pg"
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in _rows(20, 2)))
+    assert _split(tasks, run, "--heldout", "4", "--pool", "2", "--demos", "4").returncode == 0
+    # RFT resolves sample 0 of every task (4 of 8); base nothing on samples 0-1 of each task (4 pairs with RFT,
+    # 4 RFT episodes unpaired); DAPO-1 resolves samples 0 and 1 of every task: b = 0, c = 4 of 8 pairs
+    _eval_dir(run / "base" / "iter-0", {(t, 0): False for t in range(4)}, submit_all=False)
+    _eval_dir(run / "rft-eval" / "iter-0", {(t, s): s == 0 for t in range(4) for s in range(2)})
+    d = run / "dapo-s0"
+    _eval_dir(d / "iter-1", {(t, s): True for t in range(4) for s in range(2)})
+    for k, resolved in ((0, [0, 2]), (1, [0, 1, 2, 3])):
+        rollouts = [json.dumps(graded(f"p{i // 4}", i % 4, i in resolved, run=f"iter-{k}")) for i in range(8)]
+        (d / f"iter-{k}").mkdir(parents=True, exist_ok=True)
+        (d / f"iter-{k}" / "graded.jsonl").write_text("\n".join(rollouts) + "\n")
+    summary = {"steps": 1, "counts": {"groups": 2, "groups_dropped": 1, "samples_kept": 4},
+               "config": {"dapo": {"optimizer_start": "init-second"}}}  # fmt: skip
+    (d / "iter-0" / "dapo.json").write_text(json.dumps(summary))
+    (run / "rft").mkdir()
+    (run / "rft" / "probe.json").write_text(json.dumps({"gold_edit_logprob": -0.5, "frame_drift": 0.0}))
+    (d / "iter-1" / "probe.json").write_text(json.dumps({"gold_edit_logprob": -0.4, "gold_edit_delta": 0.1,
+                                                         "frame_drift": 0.02}))  # fmt: skip
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "paper_mini_gain_table.py"), str(run)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    t = json.loads((run / "table.json").read_text())
+    rows = {r["model"]: r for r in t["rows"]}
+    assert list(rows) == ["base", "RFT", "DAPO-1 (dapo-s0)"]
+    dapo = rows["DAPO-1 (dapo-s0)"]["paired_vs_rft"]
+    assert (dapo["n_pairs"], dapo["b"], dapo["c"], dapo["mean_diff"]) == (8, 0, 4, 0.5)
+    assert dapo["mcnemar_p"] == 0.125  # 2 x (1/2)^4
+    base = rows["base"]["paired_vs_rft"]  # base -> RFT
+    assert (base["n_pairs"], base["c"], base["only_b"]) == (4, 4, 4)
+    assert rows["base"]["submit_share"] == 0
+    assert rows["RFT"]["submit_precision"] == 0.5
+    curve = t["curves"]["dapo-s0"]
+    assert [c["pool_pass"] for c in curve] == [0.25, 0.5]
+    assert curve[0]["groups_kept"] == 1
+    assert curve[0]["optimizer_start"] == "init-second"
+    assert curve[0]["probe"]["gold_edit_logprob"] == -0.5  # checkpoint 0 is RFT: its probe
+    assert curve[1]["probe"]["gold_edit_delta"] == 0.1
+    assert t["target"]["pool_rising"] == {"dapo-s0": True}
+    assert t["split"]["heldout_unchanged"] is True
+    assert (run / "curve.png").stat().st_size > 1000
+    md = (run / "table.md").read_text()
+    assert "(unchanged)" in md
+    assert "b/c 0/4, McNemar p 0.125" in md
+    assert "![learning curve](curve.png)" in md
+    (run / "heldout.jsonl").write_text("{}\n")
+    again = subprocess.run([sys.executable, str(ROOT / "scripts" / "paper_mini_gain_table.py"), str(run)],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "CHANGED" in again.stdout
