@@ -232,6 +232,9 @@ def run_follow(src: str, cfg: DapoConfig, opts: FollowOptions, log: Log) -> Iter
                 _push(opts.push_url, str((out / f"iter-{st.updates + 1}" / "ckpt").resolve()), log)
             _commit(out, st, groups, summary)
             yield summary
+    if not done():  # the input ended: stdin's EOF, or --idle-timeout seconds without a line
+        why = "stdin ended" if src == "-" else f"no new line for {opts.idle_timeout_s:g} s (--idle-timeout)"
+        log(f"dapo --follow: {src}: {why}; stopping after {st.updates} updates")
 
 
 def check_run_dir(opts: FollowOptions) -> None:

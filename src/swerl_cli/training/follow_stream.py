@@ -13,6 +13,7 @@ its oldest member's, so staleness = current step - group step (prime-rl's rule).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import BinaryIO
 
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.graded import GroupKey, group_key
-from swerl_cli.streams.jsonl import STDIN, parse_line, read_records
+from swerl_cli.streams.jsonl import MAX_LINE_BYTES, MAX_LINE_ENV, STDIN, parse_line, read_records
 from swerl_cli.streams.records import Located
 
 Key = GroupKey
@@ -31,15 +32,16 @@ def tail_records(
 ) -> Iterator[Located]:
     """Complete JSONL lines of `src` as they are appended; a trailing line without its newline waits for it.
 
-    `src` is a file, a directory (every `*.jsonl` file in it, files that appear later included: one per writer) or
-    "-" (stdin, until EOF). A torn last line (a writer killed mid-line) is never parsed: it waits until a restarted
-    writer cuts it (`--resume`) and appends whole lines in its place. Ends at stdin's EOF, when `stop()` is true, or
-    after `idle_timeout_s` seconds with no new line (None: never).
+    `src` is a file, a directory (every `*.jsonl` file in it, files that appear later included: one per writer), a
+    FIFO (followed like a file while writers come and go) or "-" (stdin, until EOF). A torn last line (a writer
+    killed mid-line) is never parsed: it waits until a restarted writer cuts it (`--resume`) and appends whole lines
+    in its place. Ends at stdin's EOF, when `stop()` is true, or after `idle_timeout_s` seconds with no new line
+    (None: never), also while a FIFO has no writer yet. Any other special file is an InputError.
     """
     if src == STDIN:
         yield from read_records(STDIN)
         return
-    files = _Tails(src)
+    files: _Tails | _Fifo = _Fifo(src) if _is_fifo(src) else _Tails(src)
     last = time.monotonic()
     try:
         while stop is None or not stop():
@@ -75,7 +77,7 @@ class _Tails:
                     raise InputError(path, n[0], None, "replaced by another file after lines were read from it")
             if path not in self.open:
                 try:
-                    self.open[path] = (open(path, "rb"), [0])
+                    self.open[path] = (_open_regular(path), [0])
                 except FileNotFoundError:  # listed, then removed: an empty output its writer cleaned up
                     continue
             fh, n = self.open[path]
@@ -84,6 +86,62 @@ class _Tails:
     def close(self) -> None:
         for fh, _ in self.open.values():
             fh.close()
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _open_regular(path: str) -> BinaryIO:
+    """`path` opened for reading when it is a regular file. A plain open of a FIFO blocks until a writer opens it
+    (past any --idle-timeout), and a device is no file a writer appends to: both are an InputError (exit 3)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, whatever the file is
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else None
+        why = f"is {kind or 'not a regular file'}: --follow reads a regular file, a directory of them, a FIFO named as"
+        why += " the input, or -"
+        raise InputError(path, None, None, why)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+class _Fifo:
+    """A named pipe followed like a file. Opened without waiting for a writer (O_NONBLOCK: a plain open blocks until
+    one appears, and `--idle-timeout` never got a say); read as writers come and go; a line is parsed once whole,
+    and one longer than the line limit (streams/jsonl.py) is an InputError."""
+
+    def __init__(self, src: str):
+        self.src, self.n, self.buf = src, 0, bytearray()
+        self.limit = int(os.environ.get(MAX_LINE_ENV) or MAX_LINE_BYTES)
+        self.fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK)
+
+    def poll(self) -> Iterator[Located]:
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:  # a writer, no data yet
+                return
+            if not chunk:  # no writer now (none yet, or every one closed): wait for the next
+                return
+            self.buf += chunk
+            if b"\n" in chunk:
+                *lines, rest = bytes(self.buf).split(b"\n")
+                self.buf = bytearray(rest)
+                for line in lines:
+                    self.n += 1
+                    if line.strip():
+                        yield parse_line(self.src, self.n, line)
+            if len(self.buf) > self.limit:
+                why = f"cannot read: line longer than {self.limit} bytes (the limit; {MAX_LINE_ENV} raises it)"
+                raise InputError(self.src, self.n + 1, None, why)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _replaced(path: str, fh: BinaryIO) -> bool:
