@@ -44,13 +44,16 @@ def _report(
 ) -> None:
     from swerl_cli.report.build import build_report
     from swerl_cli.report.page import render_page
-    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.outputs import open_output, refuse_own_input
 
     _check_numbers(max_chars, l_thr, t_max)
     # The output contract of every command (outputs.py): an input as output refused, a device or FIFO written in
     # place, a symlink written through to its target, a regular file replaced atomically when the page is done, a
     # directory or unwritable path one line. Opened before the (long) build, so those fail before it.
-    with open_output(output, "replace", inputs=_files_read(inputs)) as out:
+    read = _files_read(inputs)
+    refuse_own_input("-o", output, read)  # an existing run file first, with every command's message
+    _refuse_run_file(output, inputs)  # then the places a later report of the run would read
+    with open_output(output, "replace", inputs=read) as out:
         data = build_report(inputs, l_thr=l_thr, t_max=t_max, max_chars=max_chars, title=title, log=err_console.print)
         page = render_page(data).encode()
         out.write_bytes(page)
@@ -87,3 +90,36 @@ def _files_read(inputs: list[str]) -> list[str]:
     sources = discover(inputs)
     probes = [f for run in dict.fromkeys(s.run for s in sources if s.run) for f in probe_paths(run).values()]
     return [f for src in sources for f in (src.graded, src.eval, src.dapo, src.metrics) if f] + probes
+
+
+# What a report of a run directory reads in it (report/build.discover, report/curve.probe_paths), present or not yet.
+RUN_FILES = ("graded.jsonl", "eval-graded.jsonl", "dapo.json", "metrics.jsonl", "probe.json")
+
+
+def _refuse_run_file(output: str, inputs: list[str]) -> None:
+    """A UsageError (exit 2) when `-o` is a place where a report of one of the run directories given reads a run
+    file: RUN/iter-k/graded.jsonl (eval-graded.jsonl, dapo.json, metrics.jsonl, probe.json) for any k, whether the
+    iteration is there or not yet (the page would be read back as that iteration by every later `swerl report
+    RUN`), and the rft/probe.json beside a dapo-sN seed directory. Symlinks are resolved on both sides."""
+    import os
+    import re
+    from pathlib import Path
+
+    from swerl_cli.core.errors import UsageError
+
+    target = Path(os.path.realpath(output))
+    for run in inputs:
+        if not Path(run).is_dir():
+            continue
+        root = Path(os.path.realpath(run))
+        rel = target.relative_to(root).parts if target.is_relative_to(root) else ()
+        if len(rel) == 2 and re.fullmatch(r"iter-\d+", rel[0]) and rel[1] in RUN_FILES:
+            what = "/".join(rel)
+        elif re.fullmatch(r"dapo-s\d+", root.name) and target == root.parent / "rft" / "probe.json":
+            what = "../rft/probe.json, its seed's first probe"  # report/curve.probe_paths, k = 0
+        else:
+            continue
+        raise UsageError(
+            f"-o {output} is a run file a report of {run} reads ({what}): every later report of the run would read "
+            f"this page back; write it elsewhere (e.g. {Path(run) / 'report.html'})"
+        )
