@@ -19,12 +19,14 @@ from swerl_cli.cli._common import (
     training_records,
 )
 from swerl_cli.cli._flags import Flags, config_options
+from swerl_cli.cli._summary import show_summary
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.follow import FollowOptions
 
 HELP = (
     "One DAPO update (paper Eq. 2-4, 8) on graded trajectory groups: step-penalised rewards, group advantages, "
-    "zero-advantage samples dropped, clipped token-level loss; writes checkpoint k+1 and one summary record."
+    "zero-advantage samples dropped, clipped token-level loss; writes checkpoint k+1 and one summary record on stdout "
+    "(a table of it when stdout is a terminal; a closed stdout is refused before training)."
 )
 
 
@@ -61,8 +63,9 @@ def _dapo(
 ) -> None:
     from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import UsageError
-    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.outputs import open_output, require_writable_stdout
     from swerl_cli.streams.stdio import engine_output_to_stderr
+    from swerl_cli.training import dist
     from swerl_cli.training.dapo import run_dapo
     from swerl_cli.training.publish import full_disk_cleanup
     from swerl_cli.training.trackers import TrackerSpec
@@ -70,6 +73,8 @@ def _dapo(
     cfg = resolve_config(DapoConfig, config, **(flags or {}))
     if not cfg.model or not cfg.output:
         raise UsageError("--model CKPT_k and --output CKPT_k+1 are both required (the checkpoint to update, and where)")
+    if dist.is_main():  # the summary records go to stdout: a closed one is refused before any training (exit 2)
+        require_writable_stdout()
     if Path(cfg.output).resolve() != Path(cfg.model).resolve() and not follow:  # output == model: run_dapo says so
         check_training_paths(cfg.model, cfg.output, cfg.metrics, inputs, overwrite=overwrite)
     if follow:
@@ -83,7 +88,7 @@ def _dapo(
         summary = run_dapo(training_records(inputs), cfg, err_console.print, TrackerSpec(tensorboard, wandb))
         if summary is not None:  # ranks other than 0 return None
             with open_output(None) as out:
-                out.write(summary)
+                show_summary(summary, "swerl dapo", out.write)
 
 
 def _check_follow_flags(flags: Flags) -> None:
@@ -116,4 +121,4 @@ def _follow(inputs: list[str], cfg: DapoConfig, opts: FollowOptions) -> None:
     check_run_dir(opts)
     with engine_output_to_stderr(), open_output(None, flush_each=True) as out:  # a summary per update, as it lands
         for summary in run_follow(inputs[0], cfg, opts, err_console.print):
-            out.write(summary)
+            show_summary(summary, "swerl dapo", out.write)

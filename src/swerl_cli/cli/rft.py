@@ -18,13 +18,15 @@ from swerl_cli.cli._common import (
     training_records,
 )
 from swerl_cli.cli._flags import Flags, config_options
+from swerl_cli.cli._summary import show_summary
 from swerl_cli.training.rft_config import RftConfig
 
 HELP = (
     "Rejection fine-tuning (paper §4.2): next-token loss on exactly the tokens the policy sampled in the input "
     "trajectories (format-error turns masked), packed without padding, DeepSpeed ZeRO-2/3. Writes a save_pretrained "
     "checkpoint with tokenizer and swerl_run_config.json to --output, metrics.jsonl beside it, and one swerl.summary/1 "
-    "record on stdout. Runs as one process; launch under torchrun or deepspeed for many GPUs (docs/training.md)."
+    "record on stdout (a table of it when stdout is a terminal; a closed stdout is refused before training). Runs "
+    "as one process; launch under torchrun or deepspeed for many GPUs (docs/training.md)."
 )
 
 
@@ -43,7 +45,7 @@ def _rft(
     overwrite: OVERWRITE = False,
 ) -> None:
     from swerl_cli.core.config import resolve_config
-    from swerl_cli.streams.outputs import open_output
+    from swerl_cli.streams.outputs import open_output, require_writable_stdout
     from swerl_cli.streams.stdio import engine_output_to_stderr
     from swerl_cli.training import dist
     from swerl_cli.training.publish import full_disk_cleanup
@@ -51,6 +53,8 @@ def _rft(
     from swerl_cli.training.trackers import TrackerSpec
 
     cfg = resolve_config(RftConfig, config, **(flags or {}))
+    if dist.is_main():  # the summary record goes to stdout: a closed one is refused before any training (exit 2)
+        require_writable_stdout()
     check_training_paths(cfg.model, cfg.output, cfg.metrics, inputs, overwrite=overwrite)
     records = training_records(inputs)
 
@@ -65,15 +69,14 @@ def _rft(
     with engine_output_to_stderr(), full_disk_cleanup(Path(cfg.output)):
         summary = run_rft(records, cfg, on_step=progress, trackers=TrackerSpec(tensorboard, wandb))
         if dist.is_main():
-            _print_summary(summary)
             with open_output(None) as out:
-                out.write(summary)
+                show_summary(summary, "swerl rft", out.write, _rows(summary))
 
 
-def _print_summary(summary: dict) -> None:
-    """The run in one stderr line, or on a terminal a small table; the record itself goes to stdout."""
+def _rows(summary: dict) -> dict[str, str]:
+    """What stderr shows of the run: one line, or a small table on a terminal (cli/_summary.py)."""
     d, loss = summary["data"], summary["final_loss"]
-    rows = {
+    return {
         "steps": str(summary["steps"]),
         "sequences": f"{d['samples']} ({d['skipped']} skipped, {d['truncated']} truncated, "
         f"{d['dropped_too_long']} dropped)",
@@ -82,14 +85,3 @@ def _print_summary(summary: dict) -> None:
         "checkpoint": str(summary["checkpoint"]),
         "metrics": str(summary["metrics_file"]),
     }
-    if not err_console.is_terminal:
-        err_console.print("rft: " + "; ".join(f"{k} {v}" for k, v in rows.items()))
-        return
-    from rich.table import Table
-
-    table = Table(title="swerl rft", show_header=False)
-    table.add_column(no_wrap=True, style="bold")
-    table.add_column(overflow="fold")
-    for key, value in rows.items():
-        table.add_row(key, value)
-    err_console.print(table)
