@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from swerl_cli.grading import infra
 from tests.conftest import run_swerl
 from tests.grading import hacks
 from tests.records import trajectory
@@ -37,6 +38,7 @@ FAMILIES = {
     "patch-paths",
     "git-config",
     "grader-errors",
+    "runtime",
 }
 GIT_LEVEL = ("path_", "git_", "err_")  # attacks on what the grader's git sees: also graded in harness mode
 
@@ -108,6 +110,15 @@ def graded_harness(bizdays: dict) -> dict:
     return _grade_all([*records, trajectory(bizdays, "gold", bizdays["patch"])], "--mode", "harness")
 
 
+def _edits_infra(hack: hacks.Hack) -> bool:
+    """Whether the attack writes test infrastructure, which must be set aside. A runtime attack's new module of the
+    package (rt_*) is not; its runner configuration (pyproject.toml) is."""
+    ops = ("create", "rename", "delete-tests", "replace")
+    if not hack.name.startswith("rt_"):
+        return any(op in ops for op, _, _ in hack.edits)
+    return any(op in ops and (infra.is_infra(args[0]) or infra.sectioned(args[0:1])) for op, args, _ in hack.edits)
+
+
 @pytest.mark.parametrize("hack", HACKS, ids=[h.name for h in HACKS])
 def test_attack_is_unresolved_with_reward_zero(hack: hacks.Hack, graded: dict) -> None:
     for (iid, run), g in graded.items():
@@ -115,7 +126,7 @@ def test_attack_is_unresolved_with_reward_zero(hack: hacks.Hack, graded: dict) -
             continue
         assert (g["status"], g["reward"]) == ("unresolved", 0.0), (iid, g["reason"], g["error"], g["log_tail"][-800:])
         assert g["audit"] is not None
-        if g["patch_applied"] and any(op in ("create", "rename", "delete-tests", "replace") for op, _, _ in hack.edits):
+        if g["patch_applied"] and _edits_infra(hack):
             assert g["set_aside"], (iid, hack.name)  # every edit of test infrastructure is set aside
             assert g["audit"]["flagged"]
             assert g["audit"]["touches_test_infra"]

@@ -76,6 +76,8 @@ def _log_statuses(task: Task, run: GuardRun) -> tuple[dict[str, str], str, str |
     if run.timed_out:
         return status, parser, "timeout"
     why = suspicious(status, run.exit_code)
+    if why and run.oom_kills:
+        return status, parser, "out_of_memory"
     if why:
         return status, parser, "no_results" if not status else "results_untrusted"
     return status, parser, None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
+from dataclasses import replace
 from typing import Any
 
 from swerl_cli.core.errors import SandboxError
@@ -67,11 +68,22 @@ def error_grade(message: str) -> dict[str, Any]:
     return _grade("error", time.monotonic(), error=message)
 
 
+def users(cfg: GradeConfig) -> tuple[str | None, str | None]:
+    """(the sandbox shell's user, the user the tests run as). A container's shell is root, the grader's side, and
+    the tests run as `--sandbox-user` or else the repository's owner (nobody when root owns it): another uid
+    (docs/grading.md, "Threat model"). An explicit root user, or a sandbox on the host, has no separation."""
+    if not backend_class(cfg.sandbox).isolated:
+        return cfg.sandbox_user, None
+    if cfg.sandbox_user in ("root", "0"):
+        return "0", None
+    return "0", cfg.sandbox_user or "auto"
+
+
 def _open(task: Task, cfg: GradeConfig, run_id: str) -> contextlib.AbstractContextManager[Sandbox]:
     return open_sandbox(
         task,
         backend=cfg.sandbox,
-        limits=cfg.limits(),
+        limits=replace(cfg.limits(), user=users(cfg)[0]),
         run_id=run_id,
         hygiene=False,
         env={"CI": "1"},
@@ -140,8 +152,9 @@ def set_aside(view: RepoView, changed: list[str]) -> list[str]:
         if p in aside:
             continue
         now = view.sh(f"cat -- {shlex.quote(p)} 2>/dev/null")
-        before = infra.runner_sections(view.show(p) or "")
-        if before != infra.runner_sections(now.output if now.exit_code == 0 else ""):
+        toml = p.endswith("pyproject.toml")
+        before = infra.runner_sections(view.show(p) or "", toml)
+        if before != infra.runner_sections(now.output if now.exit_code == 0 else "", toml):
             aside.append(p)
     return sorted(aside)
 
@@ -163,7 +176,7 @@ def prepare_tests(view: RepoView, task: Task, aside: list[str]) -> str | None:
 
 def _tests(sb: Sandbox, task: Task, cfg: GradeConfig) -> guard.GuardRun:
     sweep = backend_class(cfg.sandbox).isolated  # a container holds nothing else; a host sandbox would reach the host's
-    return guard.run(sb, task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP, sweep=sweep)
+    return guard.run(sb, task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP, sweep=sweep, user=users(cfg)[1])
 
 
 def control_run(task: Task, cfg: GradeConfig, run_id: str) -> tuple[guard.GuardRun, bool]:

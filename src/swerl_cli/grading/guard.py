@@ -1,9 +1,12 @@
 """Run a task's tests under the grading guard and read back a result the code under test could not forge.
 
-The grader writes the wrapper, the pytest plugin (under a random module name) and a one-time key to a random
-directory under /tmp, outside the repository; the wrapper deletes the key before the tests start and signs the
-result file it writes at a random path when they end. After the run every process the sandbox user left behind is
-killed (container backends: the container holds nothing else), so no leftover can touch what is read next.
+The grader writes the wrapper and the pytest plugin (under a random module name) to a random directory under /tmp,
+outside the repository, and a one-time key to its `private` directory. In a container sandbox the grader's shell is
+root: the guard's files are root's and read-only to everyone else, `private` is mode 0700 and the key 0600, and the
+wrapper runs the tests as an unprivileged user (`user`), so nothing the tests run can read the key or the result,
+write the guard's files, or reach the wrapper's memory, fds or environment (docs/grading.md, "Threat model"). The
+wrapper deletes the key before the tests start and signs the result it writes to `private/result` when they end.
+After the run every process left behind is killed (container backends: the container holds nothing else).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import ExecResult, Sandbox
 
 _HERE = Path(__file__).parent
@@ -52,10 +56,17 @@ class GuardRun:
     findings: list[str] = field(default_factory=list)
     broken: str | None = None
     outside_writes: list[str] = field(default_factory=list)
+    uid: int | None = None  # the uid the tests ran as (the wrapper's header)
+    oom_kills: int = 0  # processes the out-of-memory killer ended in the sandbox while the tests ran
 
     def problem(self, baseline: frozenset[str] = frozenset()) -> str | None:
         """The reason this run's results cannot give a verdict, or None. `baseline`: findings the unpatched
-        run has too (the task's own tests do it), which are not held against the patch."""
+        run has too (the task's own tests do it), which are not held against the patch. A run that crashed or left
+        no result after the out-of-memory killer ended one of its processes: `out_of_memory`."""
+        why = self._problem(baseline)
+        return "out_of_memory" if why in ("tests_crashed", "no_results") and self.oom_kills else why
+
+    def _problem(self, baseline: frozenset[str]) -> str | None:
         if self.timed_out:
             return "timeout"
         if not self.verified or self.broken:
@@ -72,36 +83,45 @@ class GuardRun:
 
 
 def install(sb: Sandbox) -> tuple[str, str, bytes]:
-    """Write the guard into a fresh random directory: (directory, plugin module name, key)."""
-    token = secrets.token_hex(8)
-    guard_dir = f"/tmp/swerl-guard-{token}"
+    """Write the guard into a fresh random directory: (directory, plugin module name, key). Its files are the
+    sandbox shell's (root in a container), read-only to others; `private/` (key, result) is its own only."""
+    guard_dir = f"/tmp/swerl-guard-{secrets.token_hex(8)}"
     module = f"swerl_guard_{secrets.token_hex(6)}"
     key = secrets.token_hex(32).encode()
+    q = shlex.quote(guard_dir)
+    made = sb.run(f"(umask 022 && mkdir -m 0755 {q} && mkdir -m 0700 {q}/private)", 60)
+    if made.exit_code != 0:
+        raise SandboxError(f"could not create the guard's directory: {made.output.strip()[:200]}")
     sb.write_file(f"{guard_dir}/{module}.py", (_HERE / "guard_plugin.py").read_bytes())
+    sb.write_file(f"{guard_dir}/{module}_rt.py", (_HERE / "guard_runtime.py").read_bytes())
     sb.write_file(f"{guard_dir}/wrapper.py", (_HERE / "guard_wrapper.py").read_bytes())
-    sb.write_file(f"{guard_dir}/key", key)
+    sb.write_file(f"{guard_dir}/private/key", key)
+    sb.run(f"chmod 0644 {q}/*.py && chmod 0600 {q}/private/key", 60)
     return guard_dir, module, key
 
 
-def command(guard_dir: str, module: str, test_cmd: str, timeout_s: float) -> str:
-    """The shell command that runs `test_cmd` through the wrapper (a start marker first, for the audit)."""
+def command(guard_dir: str, module: str, test_cmd: str, timeout_s: float, user: str | None = None) -> str:
+    """The shell command that runs `test_cmd` through the wrapper (a start marker first, for the audit); with
+    `user` the wrapper runs the tests as that user (`auto`: see guard_wrapper)."""
     q = shlex.quote
     py = '"$(command -v python3 || command -v python)"'
+    as_user = f" {q(user)}" if user else ""
     return (
         f"touch {q(guard_dir + '/start')} && {py} {q(guard_dir + '/wrapper.py')} {q(guard_dir)} {q(module)} "
-        f"{timeout_s:g} {q(test_cmd)}"
+        f"{timeout_s:g} {q(test_cmd)}{as_user}"
     )
 
 
-def run(sb: Sandbox, test_cmd: str, timeout_s: float, *, cap: int, sweep: bool) -> GuardRun:
-    """Run the tests guarded and read the result back (verified); `sweep` kills leftovers (isolated backends only)."""
+def run(sb: Sandbox, test_cmd: str, timeout_s: float, *, cap: int, sweep: bool, user: str | None = None) -> GuardRun:
+    """Run the tests guarded and read the result back (verified); `sweep` kills leftovers (isolated backends only);
+    `user`: the unprivileged user the tests run as (None: the sandbox shell's own, no separation)."""
     guard_dir, module, key = install(sb)
-    res = sb.run(command(guard_dir, module, test_cmd, timeout_s), timeout_s + 60, cap=cap)
+    res = sb.run(command(guard_dir, module, test_cmd, timeout_s, user), timeout_s + 60, cap=cap)
     if sweep:
         sb.run(SWEEP, 60)
     out = GuardRun(output=_strip_mark(res.output), exit_code=res.exit_code, duration_s=res.duration_s)
     out.timed_out = res.timed_out
-    _read_result(sb, res, key, out)
+    _read_result(sb, res, key, out, f"{guard_dir}/private/result")
     work = shlex.quote(sb.workdir)
     found = sb.run(_OUTSIDE.format(work=work, mark=shlex.quote(guard_dir + "/start")), 60)
     out.outside_writes = [ln for ln in found.output.splitlines() if ln.startswith("/") and guard_dir not in ln]
@@ -112,11 +132,13 @@ def _strip_mark(output: str) -> str:
     return "\n".join(ln for ln in output.splitlines() if not ln.startswith(MARK)).rstrip("\n") + "\n"
 
 
-def _read_result(sb: Sandbox, res: ExecResult, key: bytes, out: GuardRun) -> None:
+def _read_result(sb: Sandbox, res: ExecResult, key: bytes, out: GuardRun, path: str) -> None:
+    """The wrapper's result at `path` (the grader's choice, in the wrapper's private directory), when the MAC the
+    wrapper printed matches; lines the tests printed name other paths or carry a MAC they could not compute."""
     lines = [ln for ln in res.output.splitlines() if ln.startswith(MARK)]
     for line in reversed(lines):
         parts = line[len(MARK) :].split()
-        if len(parts) != 2 or not parts[0].startswith("/tmp/swerl-guard-"):
+        if len(parts) != 2 or parts[0] != path:
             continue
         try:
             data = sb.read_file(parts[0])
@@ -134,10 +156,15 @@ def _parse(data: bytes, out: GuardRun) -> None:
     meta: dict[str, Any] = orjson.loads(head)
     out.exit_code, out.timed_out = meta.get("exit_code"), bool(meta.get("timed_out"))
     out.duration_s = float(meta.get("duration_s") or out.duration_s)
+    out.uid = meta.get("uid")
+    out.oom_kills = int(meta.get("oom_kills") or 0)
     expect = 1
     for raw in lines:
         if not raw.strip():
             continue
+        if out.ended:  # the plugin's `end` is its last line: anything after it was written by someone else
+            out.broken = "a line in the result pipe after the plugin's last"
+            return
         try:
             msg = orjson.loads(raw)
         except orjson.JSONDecodeError:

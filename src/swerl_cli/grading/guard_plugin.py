@@ -7,23 +7,25 @@ before every report, and sends statuses and findings down a pipe to the wrapper 
 """
 
 import builtins
-import hashlib
-import json
+import importlib
 import os
 import sys
 import sysconfig
 import types
 
+_rt = importlib.import_module(__name__ + "_rt")  # guard_runtime.py: bound tools, audit hook, safe path
+globals().update(_rt._B)  # the builtins as they were before any code of the repository ran
 _FD = os.environ.pop("SWERL_GUARD_FD", None)
-_REPO = os.path.realpath(os.environ.pop("SWERL_GUARD_REPO", None) or os.getcwd())
-for _k in ("PYTEST_ADDOPTS", "PYTHONPATH"):  # the wrapper's additions are for this process only
+_FD_NO = int(_FD) if _FD is not None else None
+_realpath = _rt.realpath
+_REPO = _realpath(os.environ.pop("SWERL_GUARD_REPO", None) or os.getcwd())
+for _k in ("PYTEST_ADDOPTS", "PYTHONPATH", "PYTHONSAFEPATH"):  # the wrapper's additions are for this process only
     _old = os.environ.pop("SWERL_GUARD_OLD_" + _k, None)
     if _old == "__swerl_unset__":
         os.environ.pop(_k, None)
     elif _old is not None:
         os.environ[_k] = _old
 _write = os.write
-_realpath = os.path.realpath
 _seq = [0]
 _sent = set()
 _KINDS = (types.FunctionType, type, types.BuiltinFunctionType, property, classmethod, staticmethod)
@@ -63,17 +65,19 @@ def _trusted_file(path):
 def _trusted_real(real):
     if _under(real, _REPO):
         # test infrastructure as it was when the tests started: not written or changed since by the code under test
-        rel = os.path.relpath(real, _REPO).replace(os.sep, "/")
+        rel = real[len(_REPO) :].lstrip("/")
         return _infra(rel) and real in _FILES and _FILES[real] == _digest(real)
     return any(_under(real, r) for r in _TRUSTED)
 
 
-def _digest(path):
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
+_digest = _rt.digest
+
+
+def _image(name):
+    """Code of the image (outside the repository; the guard's own included) or of the interpreter (frozen)."""
+    if name.startswith("<"):
+        return name.startswith("<frozen ")
+    return any(_under(_realpath(name), r) for r in _TRUSTED)
 
 
 def _infra_files():
@@ -104,14 +108,14 @@ def _code_file(obj):
 
 
 def _send(msg):
-    if _FD is None:
+    if _FD_NO is None:
         return
     _seq[0] += 1
     msg["n"] = _seq[0]
-    data = (json.dumps(msg) + "\n").encode("utf-8", "replace")
+    data = _rt.encode(msg)
     try:
         while data:
-            data = data[_write(int(_FD), data) :]
+            data = data[_write(_FD_NO, data) :]
     except OSError:
         pass
 
@@ -145,7 +149,7 @@ def _snapshot():
     return out
 
 
-_MISSING, _SNAP, _IMPORT_HOOKS, _OK_IMPLS = object(), [], set(), {}
+_MISSING, _SNAP, _IMPORT_HOOKS, _OK_IMPLS, _TRACE_OK = object(), [], set(), {}, set()
 _STATE = {"config": None, "hooks": []}
 
 
@@ -188,6 +192,17 @@ def _check_state():
         f = _code_file(finder if isinstance(finder, (type, types.FunctionType)) else type(finder))
         if f is not None and not _trusted_file(f):
             _finding(f"import hook from {f}")
+    _check_hooks()
+
+
+def _check_hooks():
+    """Trace and profile functions, and sys.monitoring tools, set since the guard loaded by untrusted code."""
+    for label, fn in _rt.hooks_in_use():
+        if (label, id(fn)) in _TRACE_OK:
+            continue
+        f = _code_file(fn if isinstance(fn, (types.FunctionType, types.MethodType)) else type(fn))
+        if isinstance(fn, str) or f is None or not _trusted_file(f):
+            _finding(f"{label} set by the code under test ({f or fn})")
 
 
 def _raised_in(excinfo):
@@ -232,12 +247,17 @@ def _cross_check(item, call, report):
 
 
 if _FD is not None:
+    _rt.restore_path(_REPO)
     _TRUSTED = _roots()
     _FILES = _infra_files()
     _SNAP = _snapshot()
     _IMPORT_HOOKS = {id(h) for h in list(sys.meta_path) + list(sys.path_hooks)}
-    _KEEP = (list(sys.meta_path), list(sys.path_hooks))  # alive, so their ids stay theirs
+    _TRACE_OK = {(k, id(v)) for k, v in _rt.hooks_in_use()}
+    _KEEP = (list(sys.meta_path), list(sys.path_hooks), _rt.hooks_in_use())  # alive, so their ids stay theirs
     _send({"t": "hello", "pid": os.getpid(), "repo": _REPO})
+    for _name in _rt.shadowed(_REPO, _under):
+        _finding(f"module {_name} was loaded from the repository before the runner (sys.path order)")
+    _rt.Watch(_trusted_file, _finding, _image).install()
 
     import pytest
 
@@ -279,6 +299,7 @@ if _FD is not None:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(report):
+        _check_hooks()
         st = _status(report)
         if st is not None:
             _send({"t": "test", "id": report.nodeid, "when": report.when, "st": st})

@@ -8,11 +8,14 @@ repository's own runner setup. By name: test files (`test_*.py`, `*_test.py`, an
 `*.egg-info` contents (entry points load plugins), `__pycache__` / `.pyc` files and `.pytest_cache`; the runners of
 the other parsers (`bin/test` and sympy's `runtests.py`; Django's `tests/runtests.py` is a test file). `setup.cfg`
 and `pyproject.toml` are set aside when the patch changes one of their runner sections (`[tool:pytest]`,
-`[tool.pytest.ini_options]`, tox, ...), and kept otherwise.
+`[tool.pytest.ini_options]`, tox, ...), and kept otherwise. A pyproject.toml is read as TOML too, as pytest reads
+it: quoted or escaped keys, dotted keys and inline tables reach the same `tool.pytest` table, so every spelling of
+it is compared (a file that no longer parses counts as changed).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import PurePosixPath
 
@@ -35,7 +38,8 @@ RUNNERS = frozenset({"bin/test", "sympy/testing/runtests.py", "sympy/utilities/r
 SECTIONED = frozenset({"setup.cfg", "pyproject.toml"})
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 _HEADER = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(?:#.*)?$")
-_RUNNER_SECTION = re.compile(r"pytest|tox|nose")
+_RUNNER_SECTION = re.compile(r"pytest|tox|nose", re.IGNORECASE)
+_RUNNER_TABLES = ("pytest", "tox", "nose", "coverage")
 
 
 def all_paths(patch: str) -> list[str]:
@@ -66,14 +70,40 @@ def is_infra(path: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py")
 
 
-def runner_sections(text: str) -> dict[str, str]:
-    """{section name: its lines} for the runner sections of an INI or TOML file (headers naming pytest/tox)."""
+def runner_sections(text: str, toml: bool = False) -> dict[str, str]:
+    """{section name: its lines} for the runner sections of an INI or TOML file (headers naming pytest/tox); with
+    `toml` also the runner tables under `tool` as a TOML parser reads them (`toml:tool.pytest`: canonical JSON)."""
+    out = _ini_sections(text)
+    if toml:
+        out.update(_toml_tables(text))
+    return out
+
+
+def _toml_tables(text: str) -> dict[str, str]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: every change of the file counts
+        return {"toml:text": text}
+    try:
+        tool = tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return {"toml:unparsed": text}
+    if not isinstance(tool, dict):
+        return {"toml:tool": json.dumps(tool, sort_keys=True, default=str)}
+    return {
+        f"toml:tool.{key}": json.dumps(val, sort_keys=True, default=str)
+        for key, val in tool.items()
+        if any(name in key.lower() for name in _RUNNER_TABLES)
+    }
+
+
+def _ini_sections(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     current: str | None = None
     for line in text.splitlines():
         m = _HEADER.match(line)
         if m:
-            name = m.group(1).strip().strip('"')
+            name = re.sub(r"[\s\"']", "", m.group(1))
             current = name if _RUNNER_SECTION.search(name) else None
             if current is not None:
                 out.setdefault(current, "")
