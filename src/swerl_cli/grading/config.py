@@ -32,9 +32,12 @@ class GradeConfig(JobSettings):
     memory_mb: int = flag(4096, "Memory limit per sandbox in MiB [default: 4096].")
     cpus: float = flag(1.0, "CPU limit per sandbox [default: 1.0].")
     network: bool = flag(False, "Give sandboxes a network.")
-    # None: the image's USER (swerl-built images: unprivileged `swerl`)
+    # None: the repository's owner in the image (swerl-built images: `swerl`), nobody when root owns it
     sandbox_user: str | None = flag(
-        None, "User the tests run as [default: the image's; root is explicit].", metavar="USER"
+        None,
+        "User the tests run as; the grader's side stays root [default: the repository's owner, nobody when root "
+        "owns it; root is explicit and gives up the separation].",
+        metavar="USER",
     )
     pids: int = 1024
     log_tail_chars: int = 4000
