@@ -20,6 +20,7 @@ from typing import Any
 from swerl_cli.core.errors import SandboxError
 from swerl_cli.grading import guard, infra
 from swerl_cli.grading.attribution import cached_control, control_key, control_problem, decide
+from swerl_cli.grading.audit import Finding, as_record, audit_repo, enforce
 from swerl_cli.grading.config import GradeConfig
 from swerl_cli.grading.patching import RepoView, StepFailed
 from swerl_cli.grading.verdict import SEMANTICS, verdict
@@ -96,7 +97,7 @@ def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) ->
     t0 = time.monotonic()
     try:
         with _open(task, cfg, run_id) as sb:
-            return _grade_in(sb, task, patch or "", cfg, t0, run_id)
+            return enforce(_grade_in(sb, task, patch or "", cfg, t0, run_id), cfg.mode)
     except SandboxError as e:
         return _grade("error", t0, error=str(e))
 
@@ -131,6 +132,7 @@ def _apply(
         return method, notes, None
     notes.append("refused by git apply" if cfg.mode == "strict" else "no tool applied it")
     audit = {"flagged": True, "touches_test_infra": False, "findings": [], "outside_writes": [], "patch": notes}
+    audit["tampering"] = []
     tail = _tail("\n".join([*notes, *log]), cfg.log_tail_chars)
     if cfg.mode == "strict":
         return None, notes, _grade("unresolved", t0, reason="patch_failed", log_tail=tail, audit=audit)
@@ -201,8 +203,11 @@ def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float, 
     if failed is not None:
         return failed
     common: dict[str, Any] = {"patch_applied": bool(method), "apply_method": method, "set_aside": []}
+    found: list[Finding] = []
     try:
-        common["set_aside"] = aside = set_aside(view, view.changed()) if method else []
+        changed = view.changed() if method else []
+        found = audit_repo(view, changed)  # the static audit (audit.py): before the tests run
+        common["set_aside"] = aside = set_aside(view, changed)
         err = prepare_tests(view, task, aside)
         if err and not method:
             return _grade("error", t0, error=err, **common)
@@ -212,12 +217,12 @@ def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float, 
     except SandboxError as e:
         if not method or any(m in str(e) for m in _OUTSIDE):
             raise
-        return _step_failed(task, cfg, run_id, t0, str(e), notes, common)
+        return _step_failed(task, cfg, run_id, t0, str(e), notes, common, found)
     common.update(
         log_tail=_tail(run.output, n),
         test_duration_s=round(run.duration_s, 3),
         test_exit_code=run.exit_code,
-        audit=_audit(aside, run, notes),
+        audit=_audit(aside, run, notes, found),
     )
     try:
         d = decide(task, run, lambda: control_run(task, cfg, run_id))
@@ -234,7 +239,14 @@ def _grade_in(sb: Sandbox, task: Task, patch: str, cfg: GradeConfig, t0: float, 
 
 
 def _step_failed(
-    task: Task, cfg: GradeConfig, run_id: str, t0: float, message: str, notes: list[str], common: dict[str, Any]
+    task: Task,
+    cfg: GradeConfig,
+    run_id: str,
+    t0: float,
+    message: str,
+    notes: list[str],
+    common: dict[str, Any],
+    found: list[Finding],
 ) -> dict[str, Any]:
     """A step after the patch applied failed (restore, test_patch, a timeout, the sandbox's shell killed by the
     out-of-memory killer): reward 0 with a reason when the unpatched control run gives a result, else an error."""
@@ -249,6 +261,7 @@ def _step_failed(
         "findings": [f"{reason}: {message[:300]}"],
         "outside_writes": [],
         "patch": notes,
+        "tampering": as_record(found),
     }
     if problem is not None:
         return _grade("error", t0, error=f"{message} (the unpatched control run has no result either: {problem})",
@@ -256,13 +269,14 @@ def _step_failed(
     return _grade("unresolved", t0, reason=reason, error=message[:500], control=control, audit=audit, **common)
 
 
-def _audit(aside: list[str], run: guard.GuardRun, notes: list[str]) -> dict[str, Any]:
-    """What a person should look at: set-aside test infrastructure, guard findings, writes outside the repo, and
-    what applying the patch showed (`patch`)."""
+def _audit(aside: list[str], run: guard.GuardRun, notes: list[str], found: list[Finding]) -> dict[str, Any]:
+    """What a person should look at: set-aside test infrastructure, guard findings, writes outside the repo, what
+    applying the patch showed (`patch`) and the static audit's findings (`tampering`)."""
     return {
-        "flagged": bool(aside or run.findings or run.outside_writes or notes),
+        "flagged": bool(aside or run.findings or run.outside_writes or notes or found),
         "touches_test_infra": bool(aside),
         "findings": run.findings[:50],
         "outside_writes": run.outside_writes,
         "patch": notes,
+        "tampering": as_record(found),
     }

@@ -13,7 +13,8 @@ from typing import Any
 SEMANTICS = "swebench-v5"
 # Why a patch that broke the test run scored 0 (`grade.reason`, docs/grading.md "Attribution")
 # patch_failed: strict mode, git apply refused the patch; grading_failed: a grading step after the patch applied
-# failed (restoring files, test_patch, a step timeout); out_of_memory: the sandbox's shell was killed for memory.
+# failed (restoring files, test_patch, a step timeout); out_of_memory: the sandbox's shell was killed for memory;
+# tampering_suspected: strict mode, the static audit of the patch found a primitive that reaches the runner (audit.py).
 REASONS = (
     "timeout",
     "no_results",
@@ -22,6 +23,7 @@ REASONS = (
     "patch_failed",
     "grading_failed",
     "out_of_memory",
+    "tampering_suspected",
 )
 _F2P_OK = frozenset({"PASSED", "XFAIL"})
 _P2P_OK = frozenset({"PASSED", "XFAIL", "SKIPPED"})

@@ -7,6 +7,8 @@ Definitions (docs/report.md):
   computes R_final (so it equals dapo.json's reward_mean on the same rollouts).
 - resolved_share: resolved records / all records (errors included in the denominator).
 - per task: resolved / counted records (grade errors excluded) per instance_id.
+- reasons: records per grade.reason (why a patch scored 0: timeout, results_untrusted, tampering_suspected, ...);
+  audit_codes: findings per code of the static audit (grade.audit.tampering), counted once per record and code.
 """
 
 from __future__ import annotations
@@ -48,7 +50,18 @@ def split_stats(samples: list[GradedRecord], l_thr: int = 10, t_max: int = 40) -
         "episode_s": sum(s.wall_s for s in samples if s.wall_s is not None),
         "grade_s": sum(s.grade_s for s in samples if s.grade_s is not None),
         "per_task": dict(sorted(per_task.items())),
+        "reasons": dict(sorted(Counter(s.reason for s in samples if s.reason).items())),
+        "audit_codes": {},  # filled by the caller, which holds the records (audit_codes below)
     }
+
+
+def audit_codes(grade: dict[str, Any]) -> list[str]:
+    """The distinct finding codes of a grade's static audit (`grade.audit.tampering`); malformed entries skipped."""
+    audit = grade.get("audit") if isinstance(grade, dict) else None
+    found = audit.get("tampering") if isinstance(audit, dict) else None
+    if not isinstance(found, list):
+        return []
+    return sorted({f["code"] for f in found if isinstance(f, dict) and isinstance(f.get("code"), str)})
 
 
 _DAPO_NUMBERS = ("steps", "reward_mean", "clip_frac_low", "clip_frac_high", "logprob_diff", "final_loss")

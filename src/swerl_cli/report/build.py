@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import stat
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from swerl_cli.core.errors import InputError
 from swerl_cli.report.aggregate import (
+    audit_codes,
     check_dapo_summary,
     dapo_stats,
     heat_map,
@@ -157,6 +159,7 @@ def build_report(
             if path is None:
                 continue
             samples = []
+            codes: Counter[str] = Counter()
             tally = tallies.setdefault(src.run, {}).setdefault(src.k, Tally()) if src.run and not split else None
             for loc in read_records(path):
                 s = read_graded(loc)
@@ -165,11 +168,15 @@ def build_report(
                 samples.append(s.detached())  # the statistics need the view, not the record
                 tid = task_ids.setdefault(s.instance_id, len(task_ids))
                 grade = loc.obj.get("grade") or {}
+                codes.update(audit_codes(grade))
                 row = [i, split, tid, s.sample or 0, s.status, s.reward, s.turns, s.exit_status]
                 data.index.append([*row, tamper_flag(grade)])
                 body = body_of(loc.obj, systems, max_chars)
                 data.bodies.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-            it["eval" if split else "train"] = split_stats(samples, lt, tm)
+            it["eval" if split else "train"] = {
+                **split_stats(samples, lt, tm),
+                "audit_codes": dict(sorted(codes.items())),
+            }
             if log:
                 log(f"report: {path}: {len(samples)} records")
         if src.metrics:

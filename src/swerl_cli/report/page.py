@@ -105,6 +105,10 @@ class _Charts:
                 [Series(s, _get(its, "train", key, s)) for s in ("p50", "p90", "max")],
                 y_min=0.0,
             )
+        reasons = sorted({r for it in its if it["train"] for r in it["train"].get("reasons", {})})
+        if reasons:
+            why = {r: [(it["train"] or {}).get("reasons", {}).get(r, 0) for it in its] for r in reasons}
+            self.bars("reasons", "why patches scored 0 (train rollouts, grade.reason)", why)
         statuses = sorted({k for it in its if it["train"] for k in it["train"]["exit_status"]})
         if statuses:
             mix = {k: [(it["train"] or {}).get("exit_status", {}).get(k, 0) for it in its] for k in statuses}
@@ -173,6 +177,28 @@ def summary_table(data: ReportData) -> str:
     )
 
 
+def reasons_table(data: ReportData) -> str:
+    """Per iteration and split: records per `grade.reason` (why a patch scored 0) and the static audit's finding
+    codes (records per code); '' when no record has either."""
+    rows = [(it["label"], split, it[split]) for it in data.iterations for split in ("train", "eval") if it[split]]
+    reasons = sorted({r for *_, st in rows for r in st.get("reasons", {})})
+    if not reasons and not any(st.get("audit_codes") for *_, st in rows):
+        return ""
+    head = ["iteration", "split", "records", *reasons, "audit findings (records per code)"]
+    body = []
+    for label, split, st in rows:
+        codes = ", ".join(f"{c} {n}" for c, n in st.get("audit_codes", {}).items()) or "–"
+        cells = [label, split, str(st["n"]), *(str(st.get("reasons", {}).get(r, 0)) for r in reasons), codes]
+        body.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return (
+        '<h3>Why patches scored 0</h3><table class="summary reasons"><thead><tr>'
+        + "".join(f"<th>{escape(h)}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(body)
+        + "</tbody></table>"
+    )
+
+
 def heat_table(data: ReportData, split: str) -> str:
     """Per task (rows) and iteration (columns): solve rate as a coloured cell; a click opens that task's records."""
     heat = data.heat[split]
@@ -229,7 +255,7 @@ def render_page(data: ReportData) -> str:
 <body>
 <header><h1>swerl report</h1><p class="meta">{escape(data.title)} · {_count(len(data.iterations), "iteration")} ·
 {_count(n_rec, "record")} · {_count(n_tasks, "task")} · swerl {__version__}</p></header>
-<section id="summary"><h2>Across iterations</h2>{summary_table(data)}
+<section id="summary"><h2>Across iterations</h2>{summary_table(data)}{reasons_table(data)}
 <div class="charts">{"".join(charts(data))}</div></section>
 {curve_section(data.curves)}
 <section id="tasks"><h2>Per task</h2>{heat_table(data, "train")}{heat_table(data, "eval")}</section>

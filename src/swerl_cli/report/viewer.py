@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from swerl_cli.agent.tools import parse_text_action, parse_tool_calls
+from swerl_cli.report.aggregate import audit_codes
 from swerl_cli.streams.records import dict_at, list_at
 
 MAX_TESTS = 500  # per list; the rest is counted
@@ -67,12 +68,16 @@ def _tests(grade: dict[str, Any]) -> dict[str, Any]:
 
 def tamper_flag(grade: dict[str, Any]) -> str:
     """The viewer's `tamper` column: the attribution reason (docs/grading.md), else `set_aside` when the grader set
-    aside test-infrastructure edits, else `audit` when the audit flagged the patch, else ''."""
+    aside test-infrastructure edits, else `audit: CODE` when the static audit found something (harness mode records
+    it without a reason), else `audit` when the audit flagged the patch, else ''."""
     audit = dict_at(grade, "audit")
     if grade.get("reason"):
         return str(grade["reason"])
     if grade.get("set_aside"):
         return "set_aside"
+    codes = audit_codes(grade)
+    if codes:
+        return f"audit: {codes[0]}"
     return "audit" if audit.get("flagged") else ""
 
 

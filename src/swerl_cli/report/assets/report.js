@@ -124,7 +124,9 @@
     if (g.reason) out.push(el("p", { class: "bad" }, "scored 0: " + g.reason));
     if (g.set_aside && g.set_aside.length) out.push(el("p", { class: "bad" }, "set aside: " + g.set_aside.join(", ")));
     const au = g.audit || {};
-    for (const f of [...(au.findings || []), ...(au.outside_writes || []).map((p) => "wrote " + p)]) {
+    const tampering = (Array.isArray(au.tampering) ? au.tampering : [])
+      .map((f) => `${f.code} ${f.path}:${f.line}: ${f.what}`);
+    for (const f of [...tampering, ...(au.findings || []), ...(au.outside_writes || []).map((p) => "wrote " + p)]) {
       out.push(el("p", { class: "bad" }, "audit: " + f));
     }
     out.push(el("details", { open: "" }, el("summary", {}, "test log (tail)"), el("pre", {}, g.log_tail || "")));
