@@ -25,7 +25,6 @@ LAYERS = {  # a package's layer, or a module's where its package spans layers (t
     "filtering/parse": 2,
     "tasks/__init__": 2,
     "tasks/specs": 2,
-    "tasks/fields": 2,
     "executor": 3,
     "sandbox": 3,
     "policy": 3,

@@ -45,7 +45,7 @@ def _run(cfg: CollectConfig, input: str, output: str | None, resume: bool) -> tu
     from swerl_cli.executor import open_executor
     from swerl_cli.streams.jsonl import read_records
     from swerl_cli.streams.outputs import open_output
-    from swerl_cli.tasks.fields import RowFailures
+    from swerl_cli.streams.task_fields import RowFailures
 
     inputs = [input, *([cfg.replay] if cfg.replay else [])]
     executor = None

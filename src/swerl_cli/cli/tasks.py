@@ -117,7 +117,7 @@ def _build_row(
     from swerl_cli.core.errors import InputError, SandboxError
     from swerl_cli.sandbox.build import build_image
     from swerl_cli.streams.records import Task, check_schema
-    from swerl_cli.tasks.fields import task_row_error
+    from swerl_cli.streams.task_fields import task_row_error
 
     try:
         check_schema(loc, "swerl.task")
@@ -154,7 +154,7 @@ def _validate(
     from swerl_cli.executor import open_executor
     from swerl_cli.grading.validate import split_tasks, validate_tasks
     from swerl_cli.sandbox import uses_images
-    from swerl_cli.tasks.fields import RowFailures
+    from swerl_cli.streams.task_fields import RowFailures
 
     if repeats < 1:
         raise UsageError(f"--repeats must be >= 1; got {repeats}")

@@ -19,8 +19,8 @@ from swerl_cli.collect.plan import Job
 from swerl_cli.core.errors import InputError, SwerlError
 from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
 from swerl_cli.sandbox import uses_images
+from swerl_cli.streams.task_fields import task_row_error
 from swerl_cli.streams.trajectories import trajectory_record
-from swerl_cli.tasks.fields import task_row_error
 
 
 def job_sampling(cfg: CollectConfig, sample: int) -> Sampling:

@@ -97,7 +97,7 @@ class Collector:
         backend = get_backend(self.cfg.sandbox)
         if not backend.uses_images:
             return
-        from swerl_cli.tasks.fields import image_problem
+        from swerl_cli.streams.task_fields import image_problem
 
         requested: set[str] = set()
         gate = asyncio.Semaphore(PULL_PARALLELISM)

@@ -19,7 +19,7 @@ from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, episode_error_grade, error_grade, grade_patch
 from swerl_cli.sandbox import uses_images
 from swerl_cli.streams.records import GRADED, TASK, TRAJECTORY, Located, Task, UniqueIds, check_schema, schema_tag
-from swerl_cli.tasks.fields import task_row_error
+from swerl_cli.streams.task_fields import task_row_error
 
 
 @dataclass(slots=True)

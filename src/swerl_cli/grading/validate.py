@@ -14,7 +14,7 @@ from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
 from swerl_cli.grading.jobs import new_run_id, run_cleanup
 from swerl_cli.streams.records import Located, Task, check_schema
-from swerl_cli.tasks.fields import task_row_error
+from swerl_cli.streams.task_fields import task_row_error
 
 
 def summarize(task: Task, gold: list[dict[str, Any]], empty: list[dict[str, Any]]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.gitops import hygiene_command
 from swerl_cli.streams.records import Task
-from swerl_cli.tasks.fields import is_repository_url, repo_source_problem, task_problem
+from swerl_cli.streams.task_fields import is_repository_url, repo_source_problem, task_problem
 
 SETUP_LABEL = "swerl.setup"
 SCRIPT = "/tmp/swerl-setup.sh"

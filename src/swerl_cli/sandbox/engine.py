@@ -64,7 +64,7 @@ class DockerBackend(SandboxBackend):
         from swerl_cli.sandbox import images
         from swerl_cli.sandbox.docker import DockerSandbox
         from swerl_cli.sandbox.image_budget import pinned
-        from swerl_cli.tasks.fields import image_problem, workdir_problem
+        from swerl_cli.streams.task_fields import image_problem, workdir_problem
 
         for field, value, problem in (
             ("image", task.image, image_problem(task.image)),

@@ -77,7 +77,7 @@ def ensure_image(image: str, settings: ImageSettings | None = None, client: Any 
     import requests
 
     from swerl_cli.sandbox.docker import docker_client
-    from swerl_cli.tasks.fields import image_problem
+    from swerl_cli.streams.task_fields import image_problem
 
     s = settings or SETTINGS
     problem = image_problem(image)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swerl_cli.streams.records import Located, Task, check_schema
-from swerl_cli.tasks.fields import task_row_error
+from swerl_cli.streams.task_fields import task_row_error
 
 
 def images_of(rows: Iterable[Located]) -> tuple[list[str], list[dict[str, Any]]]:

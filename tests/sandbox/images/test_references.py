@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.tasks.fields import image_problem, is_repository_url, repo_source_problem, revision_problem
+from swerl_cli.streams.task_fields import image_problem, is_repository_url, repo_source_problem, revision_problem
 
 VALID = [
     "ubuntu",
