@@ -19,8 +19,7 @@ from typing import Any
 from swerl_cli.core.config import short
 from swerl_cli.core.errors import InputError
 from swerl_cli.evaluation.metrics import distribution, mean_sem
-from swerl_cli.streams.graded import GradedRecord
-from swerl_cli.training.advantages import step_penalty
+from swerl_cli.streams.graded import GradedRecord, step_penalty
 
 
 def split_stats(samples: list[GradedRecord], l_thr: int = 10, t_max: int = 40) -> dict[str, Any]:

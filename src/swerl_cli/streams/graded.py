@@ -25,6 +25,16 @@ from swerl_cli.streams.records import GRADE_STATUSES, GRADED, Located, check_sch
 GroupKey = tuple[str | None, str]  # (run as text, or None when the record has no run; instance_id)
 
 
+def step_penalty(turns: int, l_thr: int = 10, t_max: int = 40) -> float:
+    """Eq. 4: 0 below L_thr turns, else (L_thr - turns) / (T_max - L_thr). `step_penalty(25, 10, 40) == -0.5`.
+
+    R_final = test reward + this (paper Eq. 3): `dapo` trains on it and `report` shows it, from one formula.
+    """
+    if turns < l_thr:
+        return 0.0
+    return (l_thr - turns) / (t_max - l_thr)
+
+
 def run_text(run: str | int | None) -> str | None:
     """The run as the record id writes it: `run_text(1) == run_text("1") == "1"`; no run stays None."""
     return None if run is None else str(run)

@@ -19,19 +19,12 @@ from typing import Any
 
 from swerl_cli.grading.verdict import REASONS
 from swerl_cli.policy.base import biased_parameters
-from swerl_cli.streams.graded import GradedRecord, GroupKey, read_graded
+from swerl_cli.streams.graded import GradedRecord, GroupKey, read_graded, step_penalty
 from swerl_cli.streams.records import Located, UniqueIds, get_path
 from swerl_cli.training.dapo_config import DapoConfig
 
 ZERO_ADV_TOL = 1e-8  # |A| at or below this is "zero advantage"
 _EQUAL_TOL = 1e-12  # rewards closer than this within a group count as equal
-
-
-def step_penalty(turns: int, l_thr: int = 10, t_max: int = 40) -> float:
-    """Eq. 4: 0 below L_thr turns, else (L_thr - turns) / (T_max - L_thr). `step_penalty(25, 10, 40) == -0.5`."""
-    if turns < l_thr:
-        return 0.0
-    return (l_thr - turns) / (t_max - l_thr)
 
 
 def group_advantages(rewards: list[float], std: str = "population", delta: float = 1e-6) -> list[float]:

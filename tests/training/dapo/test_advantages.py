@@ -7,7 +7,8 @@ import math
 import pytest
 
 from swerl_cli.core.errors import InputError
-from swerl_cli.training.advantages import group_advantages, select_samples, step_penalty
+from swerl_cli.streams.graded import step_penalty
+from swerl_cli.training.advantages import group_advantages, select_samples
 from swerl_cli.training.dapo_config import DapoConfig
 from tests.records import located, rollout
 
