@@ -9,7 +9,7 @@
 #                   two parts, the held-out kinds are the pool's. RUN/split.json: paths, sha256, seed, per-kind counts
 #   3. rft-demos    gold patches acted out by the agent loop on the demonstration tasks, graded, resolved kept
 #   4. rft          swerl rft --rerender --save-optimizer (the AdamW moments, for DAPO's optimizer start)
-#   5. probe-data   the probe's fixed trajectories: gold-steps on the held-out tasks (resolved) and 16 demonstrations
+#   5. probe-data   the probe's fixed trajectories: gold-steps on the held-out tasks (resolved) and 8 demonstrations
 #   6. probe-rft    the forward-only probe of the RFT checkpoint (scripts/paper_mini_probe.py; about a minute)
 #   7. base-eval    the base model: PG_BASE_K samples per held-out task (seeds EVAL_SEED = PG_SEED, so they pair
 #                   with the first PG_BASE_K samples of every other eval)
@@ -50,6 +50,10 @@ PG_L_THR ?= 6
 PG_T_MAX ?= 12
 PG_CANDIDATES ?= eps=1e-8,carried-v
 PG_PORT ?= 8016
+# The probe's fixed trajectories: gold edits on the first PG_GOLD_N held-out tasks, the frame of the first PG_FRAME_N
+# demonstrations (a forward pass is ~7 s of CPU per trajectory here: 24 of them keep a probe near 2 minutes)
+PG_GOLD_N ?= 16
+PG_FRAME_N ?= 8
 
 PG_STAGE = bash scripts/paper-mini-stage.sh $(PG_RUNS)
 PG_PM = make --no-print-directory PM_RUNS=$(PG_RUNS) PM_SEED=$(PG_SEED)
@@ -63,7 +67,7 @@ PG_RL = make --no-print-directory POLICY=vllm-server STAGE=1 G=$(PG_G) EVAL_SAMP
 PG_UPDATE_FLAGS = --group-size $(PG_G) --t-max $(PG_T_MAX) --l-thr $(PG_L_THR) --eps-high $(PM_EPS_HIGH) \
 	--batch-size $(PG_BATCH) --max-seq-len $(PM_CONTEXT) --seed $(PG_DAPO_SEED) $(PM_DAPO_ARGS)
 PG_PROBE = $(PY) scripts/paper_mini_probe.py --ref $(PG_RUNS)/rft/ckpt --tokenizer $(PG_RUNS)/rft/base-marked \
-	--gold $(PG_RUNS)/probe/gold.jsonl --frame $(PG_RUNS)/probe/frame.jsonl
+	--gold $(PG_RUNS)/probe/gold.jsonl --frame $(PG_RUNS)/probe/frame.jsonl --ref-cache $(PG_RUNS)/probe/ref-logprobs.json
 PG_CHOICE = $(PG_RUNS)/calibration/choice.json
 PG_STOP = bash scripts/rl-vllm.sh stop - $(PG_PORT) $(PG_RUNS)/vllm
 
@@ -109,7 +113,8 @@ paper-mini-gain-dapo:  ## the DAPO half of paper-mini-gain for one seed (PG_DAPO
 	    $(PG_STAGE) calibrate $(PG_CHOICE) -- $(PY) scripts/dapo_calibrate.py --model $(PG_RUNS)/rft/weights \
 	      --init-from $(PG_RUNS)/rft/ckpt --tokenizer $(PG_RUNS)/rft/base-marked --graded $$D/iter-0/graded.jsonl \
 	      --gold $(PG_RUNS)/probe/gold.jsonl --frame $(PG_RUNS)/probe/frame.jsonl --out $(PG_RUNS)/calibration \
-	      --lr $(PG_DAPO_LR) --candidates $(PG_CANDIDATES) --choice $(PG_CHOICE) -- $(PG_UPDATE_FLAGS); \
+	      --ref-cache $(PG_RUNS)/probe/ref-logprobs.json --lr $(PG_DAPO_LR) --candidates $(PG_CANDIDATES) \
+	      --choice $(PG_CHOICE) -- $(PG_UPDATE_FLAGS); \
 	    $(PY) scripts/paper_mini_gain_adopt.py $(PG_CHOICE) $$D; \
 	  fi; \
 	  flags=$$($(PY) -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["flags"]))' $(PG_CHOICE)); \
@@ -120,15 +125,15 @@ paper-mini-gain-dapo:  ## the DAPO half of paper-mini-gain for one seed (PG_DAPO
 	done; \
 	$$S eval-last $$D/iter-$(PG_ITERS)/eval.json -- $(PG_RL) RUNS=$$D K=$(PG_ITERS) rl-eval-start
 
-# The probe's fixed trajectories: the held-out tasks' gold patches acted out by the agent loop (gold-steps, the
-# demonstrations' policy), graded, resolved kept; and the first 16 demonstrations (their command frame).
+# The probe's fixed trajectories: the first PG_GOLD_N held-out tasks' gold patches acted out by the agent loop
+# (gold-steps, the demonstrations' policy), graded, resolved kept; the first PG_FRAME_N demonstrations (their frame).
 paper-mini-gain-probe-data:
-	@set -eo pipefail; mkdir -p $(PG_RUNS)/probe; \
-	$(SWERL) collect --policy gold-steps --run probe-gold $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) \
-	  $(PG_RUNS)/heldout.jsonl | $(SWERL) grade --workers $(PM_CONCURRENCY) $(PM_GRADE_ARGS) \
+	@set -eo pipefail; mkdir -p $(PG_RUNS)/probe; head -n $(PG_GOLD_N) $(PG_RUNS)/heldout.jsonl \
+	  | $(SWERL) collect --policy gold-steps --run probe-gold $(PM_SCAFFOLD) --concurrency $(PM_CONCURRENCY) - \
+	  | $(SWERL) grade --workers $(PM_CONCURRENCY) $(PM_GRADE_ARGS) \
 	  | $(SWERL) filter --resolved - > $(PG_RUNS)/probe/.gold.jsonl.tmp; \
 	mv $(PG_RUNS)/probe/.gold.jsonl.tmp $(PG_RUNS)/probe/gold.jsonl; \
-	head -n 16 $(PG_RUNS)/rft/demos.jsonl > $(PG_RUNS)/probe/.frame.jsonl.tmp; \
+	head -n $(PG_FRAME_N) $(PG_RUNS)/rft/demos.jsonl > $(PG_RUNS)/probe/.frame.jsonl.tmp; \
 	mv $(PG_RUNS)/probe/.frame.jsonl.tmp $(PG_RUNS)/probe/frame.jsonl
 
 paper-mini-gain-table:  ## the table, paired statistics and learning curve of a paper-mini-gain run: RUN/table.md, RUN/curve.png

@@ -90,7 +90,11 @@ def main(argv: list[str]) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = ProbeData.load(args.gold, args.frame, load_tokenizer(args.tokenizer or args.model))
-    before = data.logprobs(args.model)
+    before = data.load_logprobs(args.ref_cache) if args.ref_cache else None
+    if before is None:
+        before = data.logprobs(args.model)
+        if args.ref_cache:
+            data.save_logprobs(args.ref_cache, args.model, before)
     rows = []
     with open(out_dir / "calibration.jsonl", "w") as log:
         for cand in args.candidates.split(","):
@@ -174,6 +178,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="take the carried moments from DIR and keep the optimizer state on, so each candidate's checkpoint "
         "can continue as a run (--model must then hold no optimizer_state/; default: --model, state off)",
     )
+    p.add_argument("--ref-cache", help="--model's logprobs on GOLD/FRAME: read when saved for them, else written")
     p.add_argument("--choice", help="also write the pre-registered choice (chosen candidate, its dapo flags) to FILE")
     args = p.parse_args(argv)
     args.extra = extra

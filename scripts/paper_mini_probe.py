@@ -4,7 +4,9 @@ on the held-out tasks, and the drift from a reference checkpoint on the command 
     python scripts/paper_mini_probe.py --model CKPT --ref RFT_CKPT --gold GOLD.jsonl --frame FRAME.jsonl \
         -o OUT.json [--tokenizer MODEL_DIR] [--label NAME]
 
-OUT.json is written whole (a temporary file renamed into place): the probe's numbers (gold_edit_logprob,
+Each gold trajectory is cut after its last edit turn and `--ref-cache FILE` keeps the reference's logprobs (written
+by the first probe, reused by the next ones), which keeps a probe near a minute. OUT.json is written whole (a
+temporary file renamed into place): the probe's numbers (gold_edit_logprob,
 gold_action_logprob, their deltas against the reference, frame_drift, frame_delta, token counts), the two
 checkpoints, the label and the wall time. `make paper-mini-gain` runs it on the RFT checkpoint and after every DAPO
 update (about a minute on SmolLM2-135M here). A bad record is one stderr line naming file and line (exit 3).
@@ -30,14 +32,23 @@ def main(argv: list[str]) -> int:
     p.add_argument("-o", "--output", required=True, help="the probe's JSON record")
     p.add_argument("--tokenizer", help="model dir rendering records without token ids (default --model)")
     p.add_argument("--label", default="", help="a name for the checkpoint in the record (e.g. DAPO-2)")
+    p.add_argument(
+        "--ref-cache",
+        help="JSON file of the reference's logprobs on these trajectories: read when it matches, else written",
+    )
     args = p.parse_args(argv)
     from swerl_cli.core.model_dir import load_tokenizer
     from swerl_cli.training.probe import ProbeData
 
     t0 = time.perf_counter()
     data = ProbeData.load(args.gold, args.frame, load_tokenizer(args.tokenizer or args.model))
+    same = Path(args.ref).resolve() == Path(args.model).resolve()
+    before = data.load_logprobs(args.ref_cache) if args.ref_cache else None
     after = data.logprobs(args.model)
-    before = after if Path(args.ref).resolve() == Path(args.model).resolve() else data.logprobs(args.ref)
+    if before is None:
+        before = after if same else data.logprobs(args.ref)
+        if args.ref_cache:
+            data.save_logprobs(args.ref_cache, args.ref, before)
     row = {"label": args.label, "checkpoint": args.model, "reference": args.ref, **data.measure(after, before)}
     row["seconds"] = round(time.perf_counter() - t0, 1)
     out = Path(args.output)

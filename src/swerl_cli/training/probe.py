@@ -11,14 +11,17 @@
   disturb: `frame_drift` is the mean |change of log p| on those tokens against the reference, `frame_delta` the
   signed mean (negative: the format gets less likely).
 With a reference, `gold_*_delta` are the same means' change against it. Records without token ids (gold-steps
-demonstrations) are rendered with the tokenizer's chat template, as `swerl rft --rerender` does. Torch and
-transformers are imported inside the functions.
+demonstrations) are rendered with the tokenizer's chat template, as `swerl rft --rerender` does. A forward pass on
+a CPU is the cost (SmolLM2-135M: a few hundred tokens per second on 2 cores), so each gold trajectory is cut after
+its last edit turn (the turns after it -- running the test, submitting -- are not measured), the checkpoint is
+loaded once for both sets, and a reference's logprobs can be saved and reused (`save_logprobs`/`load_logprobs`).
+Torch and transformers are imported inside the functions.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 FRAME = re.compile(r"```[^\n]*\n?")  # a fence line, opening (```command) or closing
@@ -74,8 +77,9 @@ def load_samples(path: str, tok: Any) -> list[Any]:
     return [trajectory_to_sample(loc, tok, mask_format_errors=False, rerender=True) for loc in read_records(path)]
 
 
-def token_logprobs(model_dir: str, samples: list[Any]) -> list[list[float]]:
-    """log p of every token of each sample under `model_dir` (fp32, CPU or the first GPU), one sample per forward."""
+def token_logprobs(model_dir: str, *sets: list[Any]) -> list[list[list[float]]]:
+    """log p of every token of each sample of each set under `model_dir` (fp32, CPU or the first GPU; the model loaded
+    once), one sample per forward."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -84,8 +88,18 @@ def token_logprobs(model_dir: str, samples: list[Any]) -> list[list[float]]:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(device).eval()
-    with torch.no_grad():
-        return [packed_logprobs(model, collate([s]), device)[0].cpu().tolist() for s in samples]
+    with torch.inference_mode():
+        return [[packed_logprobs(model, collate([s]), device)[0].cpu().tolist() for s in samples] for samples in sets]
+
+
+def cut_after_last_edit(sample: Any, edit: list[bool]) -> tuple[Any, list[bool]]:
+    """The sample up to the end of its last edit turn (unchanged when it has none)."""
+    ends = [i + 1 for i, e in enumerate(edit) if e]
+    if not ends:
+        return sample, edit
+    n = ends[-1]
+    return replace(sample, input_ids=sample.input_ids[:n], loss_mask=sample.loss_mask[:n],
+                   logprobs=sample.logprobs[:n], infer_logprobs=sample.infer_logprobs[:n]), edit[:n]  # fmt: skip
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -102,14 +116,50 @@ class ProbeData:
     frame_tokens: list[list[bool]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, gold_path: str, frame_path: str, tok: Any) -> ProbeData:
-        data = cls(load_samples(gold_path, tok), load_samples(frame_path, tok))
-        data.gold_edit = [token_masks(tok, s.input_ids, s.loss_mask)[1] for s in data.gold]
+    def load(cls, gold_path: str, frame_path: str, tok: Any, cut_gold: bool = True) -> ProbeData:
+        """The trajectories of both files; with `cut_gold`, each gold one ends after its last edit turn."""
+        gold = [(s, token_masks(tok, s.input_ids, s.loss_mask)[1]) for s in load_samples(gold_path, tok)]
+        if cut_gold:
+            gold = [cut_after_last_edit(s, e) for s, e in gold]
+        data = cls([s for s, _ in gold], load_samples(frame_path, tok))
+        data.gold_edit = [e for _, e in gold]
         data.frame_tokens = [token_masks(tok, s.input_ids, s.loss_mask)[0] for s in data.frame]
         return data
 
     def logprobs(self, model_dir: str) -> dict[str, list[list[float]]]:
-        return {"gold": token_logprobs(model_dir, self.gold), "frame": token_logprobs(model_dir, self.frame)}
+        gold, frame = token_logprobs(model_dir, self.gold, self.frame)
+        return {"gold": gold, "frame": frame}
+
+    def fingerprint(self) -> str:
+        """A hash of the probe's token sequences: a saved reference is reused only for the same trajectories."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for s in [*self.gold, *self.frame]:
+            h.update(repr(s.input_ids).encode())
+        return h.hexdigest()
+
+    def save_logprobs(self, path: str, model_dir: str, lp: dict[str, list[list[float]]]) -> None:
+        """Write a checkpoint's logprobs on these trajectories (a temporary file renamed into place)."""
+        import json
+        import os
+
+        tmp = f"{path}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({"model": model_dir, "fingerprint": self.fingerprint(), **lp}, fh)
+        os.replace(tmp, path)
+
+    def load_logprobs(self, path: str) -> dict[str, list[list[float]]] | None:
+        """Saved logprobs of these very trajectories, or None (absent, or saved for others)."""
+        import json
+        from pathlib import Path
+
+        if not Path(path).is_file():
+            return None
+        saved = json.loads(Path(path).read_text())
+        if saved.get("fingerprint") != self.fingerprint():
+            return None
+        return {"gold": saved["gold"], "frame": saved["frame"]}
 
     def _gold(self, lp: list[list[float]], edit_only: bool) -> list[float]:
         out = []
