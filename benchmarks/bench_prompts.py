@@ -45,7 +45,7 @@ def _conversation(tok, rng: random.Random) -> tuple[list[dict], list[list[int]]]
 def main() -> None:
     from swerl_cli.core.model_dir import load_tokenizer
     from swerl_cli.policy.base import EpisodeInfo
-    from swerl_cli.policy.hf import local_prompter, render_ids
+    from swerl_cli.policy.turns import local_prompter, render_ids
 
     model = ROOT / ".cache" / "tiny-model"
     if not (model / "config.json").is_file():

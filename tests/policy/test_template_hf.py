@@ -10,7 +10,8 @@ import pytest
 from swerl_cli.agent.loop import AgentSettings, initial_messages
 from swerl_cli.agent.prompts import load_prompts
 from swerl_cli.policy.base import EpisodeInfo, Sampling
-from swerl_cli.policy.hf import HFPolicy, render_ids
+from swerl_cli.policy.hf import HFPolicy
+from swerl_cli.policy.turns import render_ids
 from tests.conftest import run_swerl
 
 # A Qwen3-style template: reasoning (<think>...</think>) is dropped from assistant turns before the last one.

@@ -9,8 +9,9 @@ from swerl_cli.agent.loop import AgentSettings, run_episode
 from swerl_cli.agent.prompts import load_prompts
 from swerl_cli.core.model_dir import load_tokenizer
 from swerl_cli.policy.base import EpisodeInfo, Sampling
-from swerl_cli.policy.hf import HFPolicy, local_prompter, render_ids
+from swerl_cli.policy.hf import HFPolicy
 from swerl_cli.policy.tokens import TokenState, rebuild_sequence
+from swerl_cli.policy.turns import local_prompter, render_ids
 from tests.agent.fakes import MemorySandbox
 
 MESSAGES = [

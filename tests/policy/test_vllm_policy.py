@@ -14,8 +14,8 @@ from swerl_cli.collect import CollectConfig, build_policy
 from swerl_cli.core.model_dir import load_tokenizer
 from swerl_cli.policy.base import ContextLimitError, EpisodeInfo, Sampling
 from swerl_cli.policy.engine_size import KV_ENV, kv_bytes_per_token, kv_cache_gib, server_settings
-from swerl_cli.policy.hf import render_ids
 from swerl_cli.policy.tokens import rebuild_sequence
+from swerl_cli.policy.turns import render_ids
 from swerl_cli.policy.vllm import VLLMPolicy
 from tests.agent import fake_vllm
 from tests.conftest import EXAMPLES

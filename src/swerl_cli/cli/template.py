@@ -28,8 +28,8 @@ def _check_template(
     import json
 
     from swerl_cli.core.model_dir import load_tokenizer
-    from swerl_cli.policy.hf import render_ids
     from swerl_cli.policy.tokens import SAMPLE_CONVERSATION, check_prefix_preserving
+    from swerl_cli.policy.turns import render_ids
     from swerl_cli.streams.jsonl import dumps
 
     messages = SAMPLE_CONVERSATION

@@ -9,9 +9,7 @@ thread under a lock: one model serves many concurrent episodes while asyncio sta
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -24,33 +22,14 @@ from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.checks import require_device
 from swerl_cli.policy.engine_size import sampler_dtype
-from swerl_cli.policy.openai_wire import wire_message
-from swerl_cli.policy.tokens import TokenState, TurnPrompt, TurnPrompter
-
-_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+from swerl_cli.policy.tokens import TurnPrompter
+from swerl_cli.policy.turns import finish_turn, local_prompter, parse_tool_calls
 
 
 def _require_model_dir(model: str, error: type[Exception]) -> None:
     """A model name that looks like a path must be a directory (not left to transformers' hub-id message)."""
     if model.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(model)):
         raise error(f"--model {model}: no such model directory (expected a save_pretrained dir or a hub name)")
-
-
-def render_ids(
-    tokenizer: Any,
-    messages: list[dict[str, Any]],
-    *,
-    add_generation_prompt: bool,
-    tools: list[dict[str, Any]] | None = None,
-) -> list[int]:
-    """Token ids of the chat template applied to `messages` (what an OpenAI server does before generating)."""
-    kwargs: dict[str, Any] = {"tokenize": True, "add_generation_prompt": add_generation_prompt}
-    if tools:
-        kwargs["tools"] = tools
-    out = tokenizer.apply_chat_template([wire_message(m) for m in messages], **kwargs)
-    if isinstance(out, dict) or hasattr(out, "keys"):
-        out = out["input_ids"]
-    return [int(t) for t in out]
 
 
 def forward_logprobs(model: str, ids: list[int]) -> list[float]:
@@ -62,30 +41,6 @@ def forward_logprobs(model: str, ids: list[int]) -> list[float]:
     with torch.no_grad():
         lps = torch.log_softmax(m(torch.tensor([ids])).logits[0, :-1].float(), dim=-1)
     return [float(lps[i, t]) for i, t in enumerate(ids[1:])]
-
-
-def local_prompter(tokenizer: Any) -> TurnPrompter:
-    """Token-in/token-out turn prompts rendered with a local tokenizer's chat template."""
-    return TurnPrompter(
-        lambda messages, gen, tools: render_ids(tokenizer, messages, add_generation_prompt=gen, tools=tools),
-        lambda text: tokenizer.encode(text, add_special_tokens=False),
-    )
-
-
-def prompt_fields(tp: TurnPrompt) -> dict[str, Any]:
-    """The Completion fields of a turn prompt: the full prompt on turn 0 (or a full render), the delta after."""
-    if tp.delta is None:
-        return {"prompt_token_ids": list(tp.ids), "delta_token_ids": None, "n_closing": 0}
-    return {"prompt_token_ids": None, "delta_token_ids": tp.delta, "n_closing": tp.n_closing}
-
-
-def finish_turn(comp: Completion, tp: TurnPrompt, state: TokenState | None) -> Completion:
-    """`comp` with its turn prompt's fields set (prompt_fields), its sampled ids committed to the episode's state."""
-    for name, value in prompt_fields(tp).items():
-        setattr(comp, name, value)
-    if state is not None:
-        state.commit(comp.token_ids or [])
-    return comp
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,23 +192,3 @@ def _cut_after_eos(ids: list[int], eos: set[int]) -> list[int]:
         if t in eos:
             return ids[: i + 1]
     return ids
-
-
-def parse_tool_calls(text: str) -> list[dict[str, Any]] | None:
-    """Hermes-style `<tool_call>{"name":..., "arguments":{...}}</tool_call>` blocks as OpenAI tool calls."""
-    calls = []
-    for i, raw in enumerate(_TOOL_CALL.findall(text)):
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-            args = obj.get("arguments", {})
-            calls.append(
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {"name": obj["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
-                }
-            )
-    return calls or None

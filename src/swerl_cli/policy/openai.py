@@ -25,7 +25,6 @@ from swerl_cli.core.errors import PolicyError, UsageError
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.endpoints import Endpoints, server_root
-from swerl_cli.policy.hf import finish_turn, parse_tool_calls
 from swerl_cli.policy.openai_wire import (
     chat_body,
     parse_response,
@@ -35,6 +34,7 @@ from swerl_cli.policy.openai_wire import (
     wire_message,
 )
 from swerl_cli.policy.tokens import TurnPrompter
+from swerl_cli.policy.turns import finish_turn, parse_tool_calls
 
 SERVER_VERSION = "server"  # --policy-version server: read each turn's version from the server (GET /weight_info)
 

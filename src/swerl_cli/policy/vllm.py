@@ -21,8 +21,8 @@ from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype, whole_prefills
-from swerl_cli.policy.hf import finish_turn, local_prompter, parse_tool_calls
 from swerl_cli.policy.tokens import TurnPrompter
+from swerl_cli.policy.turns import finish_turn, local_prompter, parse_tool_calls
 from swerl_cli.policy.waiting import announced
 
 
