@@ -14,34 +14,20 @@ on an interrupt or failure it cancels what is pending and runs the caller's clea
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from swerl_cli.core.config import flag
-from swerl_cli.core.errors import ConfigError
-from swerl_cli.executor.stream import Outcome
+from swerl_cli.executor.nodes import Placement as Placement  # the API of this package, as below
+from swerl_cli.executor.nodes import node_label as node_label
+from swerl_cli.executor.nodes import this_node as this_node
+from swerl_cli.executor.stream import Outcome as Outcome
 from swerl_cli.executor.stream import stream_jobs as stream_jobs  # the API of this package
 from swerl_cli.sandbox.images import IMAGE_BUDGET_FLAG, REGISTRY_FLAG
 
 RAY_ENV = "SWERL_RAY_ADDRESS"
-
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """What each job asks of the cluster (Ray only): CPUs, memory, and retries when its node is lost."""
-
-    cpus: float = 0.5
-    memory_gb: float = 2.0
-    max_retries: int = 2
-
-    def __post_init__(self) -> None:
-        if self.cpus < 0 or self.memory_gb < 0:
-            raise ConfigError(f"--episode-cpus and --episode-memory-gb must be >= 0; got {self.cpus}, {self.memory_gb}")
-        if self.max_retries < 0:
-            raise ConfigError(f"--max-episode-retries must be >= 0; got {self.max_retries}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +79,6 @@ class Executor(Protocol):
     def abort(self, pending: Iterable[Future[Any]], cleanup: Callable[[], Any] | None) -> None: ...
 
     def close(self, stale_cleanup: Callable[[], Any] | None = None) -> None: ...
-
-
-def this_node(ray_node_id: str | None = None) -> dict[str, Any]:
-    """The node record put on every output record."""
-    return {"host": socket.gethostname(), "ray_node_id": ray_node_id}
-
-
-def node_label(node: dict[str, Any] | None) -> str:
-    """A short name for progress lines: the Ray node id's first 8 hex digits, else the host name."""
-    if not node:
-        return "?"
-    return (node.get("ray_node_id") or "")[:8] or str(node.get("host"))
 
 
 def _local_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> Outcome:

@@ -22,7 +22,8 @@ from ray import exceptions as rex
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from swerl_cli.core.errors import ConfigError, JobLostError, SwerlError
-from swerl_cli.executor import Outcome, Placement, this_node
+from swerl_cli.executor.nodes import Placement, this_node
+from swerl_cli.executor.stream import Outcome
 
 CONNECT_TIMEOUT_S = 5.0
 CANCEL_GRACE_S = 15.0
