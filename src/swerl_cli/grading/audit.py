@@ -24,7 +24,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from swerl_cli.grading import infra
-from swerl_cli.grading.audit_ast import RUNNER, audit_source
+from swerl_cli.grading.audit_ast import audit_source
+from swerl_cli.grading.audit_names import RUNNER
 
 CODES = {
     "trace_hook": "a trace or profile hook (sys/threading settrace, setprofile, sys.monitoring)",

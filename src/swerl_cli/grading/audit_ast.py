@@ -1,11 +1,10 @@
 """The static audit of one Python file a patch changed: primitives that reach the test runner or the interpreter,
-found with `ast` on the lines the patch added or changed (docs/grading.md, "The static audit").
+found with `ast` on the lines the patch added or changed (docs/grading.md, "The static audit of the patch").
 
-Names are resolved through the file's own imports (`import sys as s; s.settrace` is `sys.settrace`), builtins that
-the file does not rebind, `__import__`/`importlib.import_module` of a constant, `getattr(x, "const")` and
-`sys.modules["const"]`. Constant paths follow names assigned from constants and `os.path.join`/`Path` arithmetic.
-`context` narrows the rules: "code" (everything), "infra" (test infrastructure, set aside before the run: only the
-primitives no honest test needs) and "runner" (the runner's own package in its own repository: no runner rules).
+Names and constant paths are resolved by audit_names.py (imports per scope, `__import__`, `getattr` of a constant,
+`os.path.join`/`Path` arithmetic). `context` narrows the rules: "code" (everything), "infra" (test infrastructure,
+set aside before the run: only the primitives no honest test needs) and "runner" (the runner's own package in its
+own repository: no runner rules).
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-import sys
 from collections.abc import Iterator
 
-STDLIB = frozenset(sys.stdlib_module_names) | {"builtins", "__builtins__"}
-RUNNER = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig"})
+from swerl_cli.grading.audit_names import SourceNames, root_of
+
 REF = {  # a qualified name -> its finding code
     **dict.fromkeys(
         "sys.settrace sys.setprofile threading.settrace threading.setprofile threading.settrace_all_threads "
@@ -45,9 +43,7 @@ SYS_OK = frozenset(
     "stdout stderr stdin argv path excepthook displayhook ps1 ps2 tracebacklimit dont_write_bytecode".split()
 )
 PROC_OK = frozenset({"/proc/cpuinfo", "/proc/meminfo", "/proc/loadavg", "/proc/uptime", "/proc/version"})
-DEV_OK = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 ENV_PREFIXES = ("PYTHON", "PYTEST", "SWERL")
-BUILTINS = frozenset({"compile", "setattr", "delattr", "open", "__import__", "getattr", "vars", "str"})
 OPENERS = frozenset({"builtins.open", "io.open", "codecs.open"})
 DEST_ARG = {  # a function that writes -> the index of its destination argument
     **dict.fromkeys(
@@ -76,141 +72,7 @@ LEXICAL = [  # for a file `ast` cannot parse: (code, pattern) on the added lines
 ]
 
 
-def _root(q: str | None) -> str:
-    return (q or "").split(".", 1)[0]
-
-
-class _File:
-    """One parsed file: its imports, constants and bound names, and the checks over its nodes."""
-
-    def __init__(self, tree: ast.Module, context: str, root: str):
-        self.tree, self.context, self.root = tree, context, root.rstrip("/") or "/"
-        self.alias: dict[str, str] = {}
-        self.consts: dict[str, set[str]] = {}
-        self.scope: dict[int, int] = {}  # id(Name node) -> id(its function), 0 for the module
-        self.binds: dict[int, set[str]] = {0: set()}  # names each scope binds other than by import
-        self._scan(tree, 0)
-        for node in ast.walk(tree):  # after every import is known: constants may come from calls
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                self.consts.setdefault(node.targets[0].id, set()).update(self.paths(node.value, names=False))
-            elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) else []
-                for e in items:
-                    self.consts.setdefault(node.target.id, set()).update(self.paths(e, names=False))
-
-    def _scan(self, node: ast.AST, scope: int) -> None:
-        """Imports, and the names each function (or the module) binds, so that a local variable named like an
-        imported module (`t = Template()` beside `import typing as t`) is not taken for the module."""
-        for child in ast.iter_child_nodes(node):
-            inner = scope
-            if isinstance(child, ast.Import):
-                for a in child.names:
-                    self.alias[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(child, ast.ImportFrom):
-                mod = "." * child.level + (child.module or "")
-                for a in child.names:
-                    self.alias[a.asname or a.name] = f"{mod}.{a.name}"
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                if not isinstance(child, ast.Lambda):
-                    self.binds[scope].add(child.name)
-                inner = id(child)
-                self.binds[inner] = {a.arg for a in ast.walk(child.args) if isinstance(a, ast.arg)}
-            elif isinstance(child, ast.ClassDef):
-                self.binds[scope].add(child.name)
-            elif isinstance(child, ast.Name):
-                self.scope[id(child)] = scope
-                if isinstance(child.ctx, (ast.Store, ast.Del)):
-                    self.binds[scope].add(child.id)
-            self._scan(child, inner)
-
-    def qual(self, e: ast.AST) -> str | None:
-        """The dotted name an expression refers to through imports and builtins, or None."""
-        if isinstance(e, ast.Name):
-            local = self.binds.get(self.scope.get(id(e), 0), set()) | self.binds[0]
-            if e.id in local:
-                return None  # a variable (somewhere in this scope or the module), not the module or builtin
-            if e.id in self.alias:
-                return self.alias[e.id]
-            if e.id == "__builtins__" or e.id in BUILTINS:
-                return "builtins" if e.id == "__builtins__" else f"builtins.{e.id}"
-            return None
-        if isinstance(e, ast.Attribute):
-            q = self.qual(e.value)
-            return f"{q}.{e.attr}" if q else None
-        if isinstance(e, ast.Call) and e.args and isinstance(e.args[0], ast.Constant):
-            f, first = self.qual(e.func), e.args[0].value
-            if f in ("builtins.__import__", "importlib.import_module") and isinstance(first, str):
-                return first.split(".")[0] if f == "builtins.__import__" else first
-            if f == "builtins.getattr" and len(e.args) >= 2 and isinstance(e.args[1], ast.Constant):
-                q = self.qual(e.args[0])
-                return f"{q}.{e.args[1].value!s}" if q else None
-        if isinstance(e, ast.Subscript) and self.qual(e.value) == "sys.modules" and isinstance(e.slice, ast.Constant):
-            return str(e.slice.value)
-        return None
-
-    def guarded(self, q: str | None) -> bool:
-        """Whether a name belongs to the standard library or the runner (its attributes are not the patch's)."""
-        r = _root(q)
-        if r in RUNNER:
-            return self.context != "runner"
-        return r in STDLIB and self.context != "infra" and not (q or "").startswith(".")
-
-    def paths(self, e: ast.AST, names: bool = True) -> set[str]:
-        """The constant paths (or their prefixes) an expression may hold; `~` and "\\0..." stand for places."""
-        if isinstance(e, ast.Constant) and isinstance(e.value, str):
-            return {e.value}
-        if isinstance(e, ast.JoinedStr) and e.values:
-            return self.paths(e.values[0].value if isinstance(e.values[0], ast.FormattedValue) else e.values[0])
-        if isinstance(e, ast.Name):
-            return set(self.consts.get(e.id, ())) if names else set()
-        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Div)):
-            left = self.paths(e.left, names)
-            right = {p for p in self.paths(e.right, names) if p.startswith("/")} if isinstance(e.op, ast.Div) else set()
-            return right or left
-        if isinstance(e, ast.Attribute):
-            if e.attr == "parent":
-                return {posixpath.dirname(p) for p in self.paths(e.value, names)}
-            if e.attr == "__file__" and self.qual(e.value):
-                return {"\0an installed module's directory"}
-            q = self.qual(e)
-            return {"\0site-packages"} if q == "site.USER_SITE" else set()
-        if isinstance(e, ast.Call):
-            q = self.qual(e.func) or ""
-            if q.startswith("site.") or q.startswith("sysconfig.get_path"):
-                return {"\0site-packages"}
-            if q in ("tempfile.gettempdir", "tempfile.gettempdirb"):
-                return {"/tmp"}
-            if q in ("pathlib.Path.home", "os.path.expanduser") and not e.args:
-                return {"~"}
-            if q in ("os.getenv", "os.environ.get") and e.args and isinstance(e.args[0], ast.Constant):
-                return {"~"} if e.args[0].value == "HOME" else set()
-            args = e.args
-            if isinstance(e.func, ast.Attribute) and e.func.attr == "joinpath":
-                args = [e.func.value, *args]
-            elif q not in ("os.path.join", "posixpath.join") and not q.startswith("pathlib."):
-                args = args[:1] if q.startswith("os.path.") or q in ("builtins.str", "os.fspath") else []
-            found = [self.paths(a, names) for a in args]
-            absolute = [s for s in found if any(p.startswith(("/", "~", "\0")) for p in s)]
-            return absolute[-1] if absolute else (found[0] if found else set())
-        if isinstance(e, ast.Subscript) and self.qual(e.value) == "os.environ" and isinstance(e.slice, ast.Constant):
-            return {"~"} if e.slice.value == "HOME" else set()
-        return set()
-
-    def outside(self, e: ast.AST) -> str | None:
-        """The first constant path `e` may hold that lies outside the repository, or None."""
-        for p in sorted(self.paths(e)):
-            if p.startswith(("~", "\0")):
-                return p.lstrip("\0")
-            if p.startswith("/"):
-                n = posixpath.normpath(p)
-                if n not in DEV_OK and n != self.root and not n.startswith(self.root + "/"):
-                    return p
-            elif posixpath.normpath(p).startswith(".."):
-                return p
-        return None
-
-
-def _env_keys(f: _File, call: ast.Call, q: str) -> list[str]:
+def _env_keys(f: SourceNames, call: ast.Call, q: str) -> list[str]:
     keys: list[ast.AST] = []
     if q in ("os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv") and call.args:
         keys = [call.args[0]]
@@ -222,7 +84,7 @@ def _env_keys(f: _File, call: ast.Call, q: str) -> list[str]:
     return [str(k.value) for k in keys if isinstance(k, ast.Constant)]
 
 
-def _call(f: _File, c: ast.Call) -> Iterator[tuple[str, str]]:
+def _call(f: SourceNames, c: ast.Call) -> Iterator[tuple[str, str]]:
     q = f.qual(c.func) or ""
     ctx = f.context
     if q in ("builtins.__import__", "importlib.import_module") and c.args and isinstance(c.args[0], ast.Constant):
@@ -256,7 +118,7 @@ def _call(f: _File, c: ast.Call) -> Iterator[tuple[str, str]]:
     yield from _writes(f, c, q)
 
 
-def _foreign_name(f: _File, e: ast.AST) -> bool:
+def _foreign_name(f: SourceNames, e: ast.AST) -> bool:
     for n in ast.walk(e):
         if isinstance(n, ast.Attribute) and n.attr in ("__file__", "co_filename"):
             return True
@@ -267,7 +129,7 @@ def _foreign_name(f: _File, e: ast.AST) -> bool:
     return False
 
 
-def _writes(f: _File, c: ast.Call, q: str) -> Iterator[tuple[str, str]]:
+def _writes(f: SourceNames, c: ast.Call, q: str) -> Iterator[tuple[str, str]]:
     target: ast.AST | None = None
     if q in OPENERS and c.args:
         mode = c.args[1] if len(c.args) > 1 else next((k.value for k in c.keywords if k.arg == "mode"), None)
@@ -285,7 +147,7 @@ def _writes(f: _File, c: ast.Call, q: str) -> Iterator[tuple[str, str]]:
         yield "outside_write", f"writes outside the repository: {where[:80]}"
 
 
-def _store(f: _File, t: ast.AST) -> Iterator[tuple[str, str]]:
+def _store(f: SourceNames, t: ast.AST) -> Iterator[tuple[str, str]]:
     if isinstance(t, ast.Attribute):
         owner = f.qual(t.value)
         if f.guarded(owner) and not (owner == "sys" and t.attr in SYS_OK):
@@ -308,7 +170,7 @@ def _store(f: _File, t: ast.AST) -> Iterator[tuple[str, str]]:
                 yield "module_patch", "writes vars() of a standard-library or runner module"
 
 
-def _node(f: _File, n: ast.AST) -> Iterator[tuple[str, str]]:
+def _node(f: SourceNames, n: ast.AST) -> Iterator[tuple[str, str]]:
     ctx, code = f.context, f.context == "code"
     if isinstance(n, (ast.Import, ast.ImportFrom)):
         mods = [a.name for a in n.names] if isinstance(n, ast.Import) else ([n.module or ""] if not n.level else [])
@@ -350,10 +212,10 @@ def _node(f: _File, n: ast.AST) -> Iterator[tuple[str, str]]:
         yield "runner_hook", "declares pytest_plugins"
 
 
-def _imported(f: _File, m: str) -> Iterator[tuple[str, str]]:
-    if _root(m) in ("ctypes", "_ctypes", "cffi"):
+def _imported(f: SourceNames, m: str) -> Iterator[tuple[str, str]]:
+    if root_of(m) in ("ctypes", "_ctypes", "cffi"):
         yield "ctypes", f"imports {m}"
-    elif _root(m) in ("_pytest", "pluggy") and f.context == "code":
+    elif root_of(m) in ("_pytest", "pluggy") and f.context == "code":
         yield "runner_import", f"imports the runner's internals ({m})"
     elif m.startswith("swerl_guard"):
         yield "guard_ref", f"imports {m}"
@@ -363,7 +225,7 @@ def _runner_name(e: ast.AST) -> bool:
     return isinstance(e, ast.Constant) and e.value in ("pytest", "_pytest", "pluggy")
 
 
-def _ref(f: _File, q: str | None) -> Iterator[tuple[str, str]]:
+def _ref(f: SourceNames, q: str | None) -> Iterator[tuple[str, str]]:
     if not q:
         return
     hit = REF.get(q)
@@ -371,7 +233,7 @@ def _ref(f: _File, q: str | None) -> Iterator[tuple[str, str]]:
         yield hit, f"uses {q}"
 
 
-def _string(f: _File, s: str) -> Iterator[tuple[str, str]]:
+def _string(f: SourceNames, s: str) -> Iterator[tuple[str, str]]:
     low = s.lower()
     if (s == "/proc" or s.startswith("/proc/")) and posixpath.normpath(s) not in PROC_OK:
         yield "proc_path", f"names {s[:60]}"
@@ -406,7 +268,7 @@ def audit_source(source: bytes, added: set[int] | None, context: str, root: str)
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return _lexical(source, added)
-    f = _File(tree, context, root)
+    f = SourceNames(tree, context, root)
     skip = _docstrings(tree)
     out: dict[tuple[str, int], str] = {}
     for n in ast.walk(tree):
