@@ -21,8 +21,9 @@ class GradeConfig(JobSettings):
     workers: int = flag(1, "Sandboxes graded in parallel [default: 1].", metavar="N")
     mode: str = flag(
         "strict",
-        "strict: only `git apply`, a refused patch scores 0 (reason patch_failed); harness: SWE-bench's fallbacks "
-        "(git apply --3way, GNU patch --fuzz=5), status patch_failed [default: strict].",
+        "strict: only `git apply`, a refused patch scores 0 (reason patch_failed), and so does a finding of the "
+        "static audit of the patch (reason tampering_suspected); harness: SWE-bench's fallbacks (git apply --3way, "
+        "GNU patch --fuzz=5), status patch_failed, audit findings recorded only [default: strict].",
         metavar="MODE",
     )
     timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
