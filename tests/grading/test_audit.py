@@ -294,3 +294,9 @@ def test_the_corpus_attacks_on_bizdays_are_named_statically(tmp_path: Path) -> N
         if not found and h.name not in STATIC_ONLY_BY_SET_ASIDE:
             missed.append(h.name)
     assert missed == []
+
+
+def test_nesting_deeper_than_the_audit_walks_is_a_finding_not_a_crash() -> None:
+    deep = "import sys\nx = sys" + ".a" * 2000 + "\n"  # Python compiles it; the audit cannot walk it
+    assert codes(deep) == ["unaudited"]
+    assert codes("import sys\nx = sys" + ".a" * 20000 + "\n") == []  # Python refuses it too: searched by line

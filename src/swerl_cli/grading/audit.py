@@ -49,7 +49,7 @@ CODES = {
     "runner_config": "the runner's configuration changed (pytest.ini, [pytest]/[tool:pytest], [tool.pytest])",
     "root_shadow": "a new module at the repository root named like a standard-library or runner module",
     "binary_module": "an extension module (.so/.pyd) added or changed",
-    "unaudited": "a file too large to audit",
+    "unaudited": "a file too large (or too deeply nested) to audit",
 }
 MAX_FILE = 4 << 20  # bytes of one file read for the audit; a larger changed .py file is `unaudited`
 MAX_TOTAL = 64 << 20
@@ -122,15 +122,22 @@ def audit_changes(changes: Iterable[Change], root: str, runner_dirs: Iterable[st
     out: list[Finding] = []
     for ch in sorted(changes, key=lambda c: c.path):
         out += _by_name(ch, dirs)
-        if ch.too_large:
-            out.append(Finding("unaudited", ch.path, 0, f"larger than {MAX_FILE} bytes"))
-        elif ch.path.endswith(".py") and ch.new is not None:
-            added = added_lines(ch.old, ch.new)
-            hits = audit_source(ch.new, added, context_of(ch.path, dirs), root)
-            out += [Finding(code, ch.path, line, what) for code, line, what in hits]
-        elif PurePosixPath(ch.path).name in CONFIGS and ch.new is not None:
-            out += _config(ch)
+        try:
+            out += _content(ch, dirs, root)
+        except (RecursionError, MemoryError, ValueError) as e:  # nesting deeper than the audit can walk, ...
+            out.append(Finding("unaudited", ch.path, 0, f"the audit could not read it: {type(e).__name__}"))
     return out
+
+
+def _content(ch: Change, dirs: set[str], root: str) -> list[Finding]:
+    if ch.too_large:
+        return [Finding("unaudited", ch.path, 0, f"larger than {MAX_FILE} bytes")]
+    if ch.path.endswith(".py") and ch.new is not None:
+        hits = audit_source(ch.new, added_lines(ch.old, ch.new), context_of(ch.path, dirs), root)
+        return [Finding(code, ch.path, line, what) for code, line, what in hits]
+    if PurePosixPath(ch.path).name in CONFIGS and ch.new is not None:
+        return _config(ch)
+    return []
 
 
 def _by_name(ch: Change, runner_dirs: set[str]) -> list[Finding]:

@@ -266,7 +266,7 @@ def audit_source(source: bytes, added: set[int] | None, context: str, root: str)
     A file `ast` cannot parse is searched line by line for the same primitives (LEXICAL)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _lexical(source, added)
     f = SourceNames(tree, context, root)
     skip = _docstrings(tree)
