@@ -300,3 +300,9 @@ def test_nesting_deeper_than_the_audit_walks_is_a_finding_not_a_crash() -> None:
     deep = "import sys\nx = sys" + ".a" * 2000 + "\n"  # Python compiles it; the audit cannot walk it
     assert codes(deep) == ["unaudited"]
     assert codes("import sys\nx = sys" + ".a" * 20000 + "\n") == []  # Python refuses it too: searched by line
+
+
+def test_only_pytest_s_hook_names_are_hooks() -> None:
+    honest = "class Cmd:\n    def run(self):\n        self.pytest_args = ['-q']\n\n\ndef pytest_approx_helper(x):\n"
+    assert codes(honest + "    return x\n") == []
+    assert codes("def f(config, items):\n    config.hook.pytest_deselected(items=items)\n") == ["runner_hook"]

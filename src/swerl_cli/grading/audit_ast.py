@@ -35,6 +35,18 @@ NAME_STRINGS = dict.fromkeys(("settrace", "setprofile"), "trace_hook") | dict.fr
     ("_getframe", "f_back", "tb_frame"), "frame_access"
 )
 # hooks that decide or rewrite a test's outcome: flagged even in test infrastructure
+HOOKS = frozenset(  # pytest's hook names (8.x hookspec, and older ones); pluggy calls nothing else of a plugin
+    "pytest_" + n
+    for n in "addhooks addoption assertion_pass assertrepr_compare cmdline_main cmdline_parse cmdline_preparse "
+    "collect_directory collect_file collection collection_finish collection_modifyitems collectreport collectstart "
+    "configure deselected enter_pdb exception_interact fixture_post_finalizer fixture_setup generate_tests "
+    "ignore_collect internalerror itemcollected keyboard_interrupt leave_pdb load_initial_conftests logwarning "
+    "make_collect_report make_parametrize_id markeval_namespace namespace plugin_registered pycollect_makeitem "
+    "pycollect_makemodule pyfunc_call report_collectionfinish report_from_serializable report_header "
+    "report_teststatus report_to_serializable runtest_call runtest_logfinish runtest_logreport runtest_logstart "
+    "runtest_makereport runtest_protocol runtest_setup runtest_teardown runtestloop sessionfinish sessionstart "
+    "terminal_summary unconfigure warning_captured warning_recorded".split()
+)
 REPORT_HOOKS = frozenset(
     "pytest_runtest_makereport pytest_report_teststatus pytest_runtest_logreport pytest_pyfunc_call "
     "pytest_runtest_protocol pytest_runtest_call pytest_report_from_serializable pytest_report_to_serializable".split()
@@ -182,8 +194,10 @@ def _node(f: SourceNames, n: ast.AST) -> Iterator[tuple[str, str]]:
     elif isinstance(n, (ast.Attribute, ast.Name)):
         if isinstance(n, ast.Attribute) and n.attr in FRAME_ATTRS and ctx != "infra":
             yield "frame_access", f"reads a frame (.{n.attr})"
-        if isinstance(n, ast.Attribute) and code and (n.attr == "pluginmanager" or n.attr.startswith("pytest_")):
-            yield "runner_hook", f"reaches the runner's plugins (.{n.attr})"
+        if isinstance(n, ast.Attribute) and code:
+            hook_call = n.attr in HOOKS and isinstance(n.value, ast.Attribute) and n.value.attr == "hook"
+            if n.attr == "pluginmanager" or hook_call:
+                yield "runner_hook", f"reaches the runner's plugins (.{n.attr})"
         if isinstance(n.ctx, (ast.Store, ast.Del)):
             yield from _store(f, n)
         else:
@@ -200,7 +214,9 @@ def _node(f: SourceNames, n: ast.AST) -> Iterator[tuple[str, str]]:
             yield "runner_probe", "looks for the runner in sys.modules"
     elif isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes)):
         yield from _string(f, n.value if isinstance(n.value, str) else n.value.decode("latin-1"))
-    elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("pytest_"):
+    elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+        n.name in HOOKS or n.name.startswith("pytest_xdist")
+    ):
         if code or (ctx == "infra" and n.name in REPORT_HOOKS):
             yield "runner_hook", f"defines the runner hook {n.name}"
     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and code:
