@@ -5,6 +5,7 @@ tests' fixtures. Prints one JSON object per source: {source, patches, flagged, f
 gold patch has a finding.
 
 usage: python scripts/audit_gold_patches.py [SYNTH_DIR ...]   (default: every .cache/synth/*/ with tasks)
+       python scripts/audit_gold_patches.py --history REPO [N]   (N newest non-merge commits of a git repository)
 """
 
 from __future__ import annotations
@@ -86,6 +87,34 @@ def fixture_rows(tmp: Path) -> Iterator[Item]:
         yield name, base, patch, "/testbed"
 
 
+def history(repo: Path, limit: int) -> dict:
+    """Every non-merge commit of a real repository's history (newest first, up to `limit`) as a gold patch: its
+    non-test changes (what the SWE-bench split keeps in `patch`), each file at the parent and at the commit."""
+    from swerl_cli.grading import infra
+    from swerl_cli.grading.audit import Change, audit_changes
+
+    def blob(spec: str) -> bytes | None:
+        res = subprocess.run(["git", "cat-file", "blob", spec], cwd=repo, capture_output=True)
+        return res.stdout if res.returncode == 0 else None
+
+    commits = _git(repo, "rev-list", "--no-merges", f"--max-count={limit}", "HEAD").split()
+    n, found = 0, []
+    for c in commits:
+        out = subprocess.run(["git", "diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--root", c],
+                             cwd=repo, capture_output=True, check=True).stdout.decode("utf-8", "replace")  # fmt: skip
+        paths = [p for p in out.split("\0") if p and not infra.is_infra(p)]
+        if not paths:
+            continue
+        n += 1
+        changes = []
+        for p in paths:
+            old, new = blob(f"{c}~1:{p}"), blob(f"{c}:{p}")
+            changes.append(Change(p, old, new, new is not None, old is not None))
+        found += [f"{c[:10]}: {h}" for h in audit_changes(changes, "/testbed")]
+    flagged = len({f.split(":", 1)[0] for f in found})
+    return {"source": f"history of {repo}", "patches": n, "flagged": flagged, "findings": found, "not_applied": []}
+
+
 def measure(source: str, items: Iterator[Item]) -> dict:
     n, flagged, found, refused = 0, 0, [], []
     for name, base, patch, root in items:
@@ -101,6 +130,9 @@ def measure(source: str, items: Iterator[Item]) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--history"]:  # --history REPO [N]: a real repository's commits, not gold patches of ours
+        print(json.dumps(history(Path(argv[1]), int(argv[2]) if len(argv) > 2 else 1000)))
+        return 0
     synth = [Path(a) for a in argv] or sorted(
         p for p in (ROOT / ".cache/synth").glob("*") if (p / "train.jsonl").exists()
     )
