@@ -73,7 +73,7 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
     from swerl_cli.training.dapo_loss import batch_loss
     from swerl_cli.training.data import Sample
     from swerl_cli.training.engine import TrainEngine, fused_adamw
-    from swerl_cli.training.losses import get_loss
+    from swerl_cli.training.losses import create, from_config
     from swerl_cli.training.rft import rft_loss_fn
     from swerl_cli.training.train_config import TrainConfig
 
@@ -115,8 +115,8 @@ def worker_swerl(model: str, gc: bool, lengths: list[int], row_tokens: int, step
         batch = collate(samples)
         n_train = float(sum(s.n_trainable for s in samples))
         losses = {
-            "rft": rft_loss_fn(get_loss("sft", None, "rft"), n_train),
-            "dapo": batch_loss(get_loss(dcfg.loss, dcfg, "dapo"), n_train, {}),
+            "rft": rft_loss_fn(create("sft"), n_train),
+            "dapo": batch_loss(from_config(dcfg, "dapo"), n_train, {}),
         }
         for name, loss_fn in losses.items():
             label = f"swerl {name}" + (f" {variant.removeprefix('swerl-')}" if variant else "")

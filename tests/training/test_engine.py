@@ -145,7 +145,7 @@ import json, sys
 from swerl_cli.training.batching import collate
 from swerl_cli.training.data import Sample
 from swerl_cli.training.engine import TrainEngine
-from swerl_cli.training.losses import get_loss
+from swerl_cli.training.losses import create
 from swerl_cli.training.rft import rft_loss_fn
 from swerl_cli.training.train_config import TrainConfig
 out = {}
@@ -157,7 +157,7 @@ for gc in (False, True):
     mlp.forward = lambda x: (calls.append(1), forward(x))[1]
     ids = list(range(10, 74))
     batch = collate([Sample("s", "t", 1, ids, [0] + [1] * 63, [0.0] * 64, False)])
-    eng.train_step([batch], rft_loss_fn(get_loss("sft", None, "rft"), 63.0))
+    eng.train_step([batch], rft_loss_fn(create("sft"), 63.0))
     out[str(gc)] = {"training": eng.module.training, "mlp_calls": len(calls)}
 print(json.dumps(out))
 """
@@ -181,7 +181,7 @@ import json, sys
 from swerl_cli.training.batching import collate
 from swerl_cli.training.data import Sample
 from swerl_cli.training.engine import TrainEngine
-from swerl_cli.training.losses import get_loss
+from swerl_cli.training.losses import create
 from swerl_cli.training.rft import rft_loss_fn
 from swerl_cli.training.train_config import TrainConfig
 out = {}
@@ -191,7 +191,7 @@ for stage in (0, 2, 3):
     inner = getattr(opt, "optimizer", opt)  # ZeRO wraps the client optimizer; stage 0 in fp32 steps it as is
     ids = list(range(10, 74))
     batch = collate([Sample("s", "t", 1, ids, [0] + [1] * 63, [0.0] * 64, False)])
-    stats = eng.train_step([batch], rft_loss_fn(get_loss("sft", None, "rft"), 63.0))
+    stats = eng.train_step([batch], rft_loss_fn(create("sft"), 63.0))
     out[str(stage)] = {"type": type(inner).__name__, "fused": inner.defaults.get("fused"),
                        "stepped": all(int(s["step"]) == 1 for s in inner.state.values())}
 print(json.dumps(out))

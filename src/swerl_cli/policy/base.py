@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from swerl_cli.core.errors import PolicyError
+from swerl_cli.core.plugins import Options
 from swerl_cli.policy.tokens import TokenState
 
 
@@ -158,21 +158,13 @@ class Policy(Protocol):
     async def aclose(self) -> None: ...
 
 
-_O = TypeVar("_O", bound="PolicyOptions")
 _B = TypeVar("_B", bound="PolicyBackend")
 
 
 @dataclass(frozen=True, slots=True)
-class PolicyOptions:
+class PolicyOptions(Options):
     """A backend's own options: a frozen dataclass whose fields are named like the user's flags (`model`,
     `base_url`, `policy_version`...), so `from_options` can read them from any command's settings."""
-
-    @classmethod
-    def from_options(cls: type[_O], **options: object) -> _O:
-        """The options of a run: each field is read from the option of its name; other options, and None values
-        (a flag not given), are ignored, so the field's default stays."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in options.items() if k in names and v is not None})
 
 
 class PolicyBackend(Policy):

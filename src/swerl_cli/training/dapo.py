@@ -40,7 +40,7 @@ from swerl_cli.training.dapo_loss import old_logprob_pass
 from swerl_cli.training.dapo_old import resolve_old_logprobs
 from swerl_cli.training.dapo_steps import DapoSteps, diff_warning
 from swerl_cli.training.loop import MetricsLog, run_steps
-from swerl_cli.training.losses import get_loss
+from swerl_cli.training.losses import from_config
 from swerl_cli.training.publish import partial_dir, publish, start_partial
 from swerl_cli.training.trackers import TrackerSpec
 
@@ -117,7 +117,7 @@ def _load_kept(sel: Selection, tok: Any, cfg: DapoConfig) -> tuple[list[Any], li
     from swerl_cli.training.follow_stream import staleness_weight
 
     stats = DataStats()
-    needs_infer = get_loss(cfg.loss, cfg, "dapo").needs_sampler_logprobs
+    needs_infer = from_config(cfg, "dapo").needs_sampler_logprobs
     samples: list[Any] = []
     groups: list[int] = []
     keys: dict[tuple[str, str], int] = {}

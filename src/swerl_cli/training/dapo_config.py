@@ -10,13 +10,17 @@ from dataclasses import dataclass
 
 from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.training.losses.base import check_loss
+from swerl_cli.training.losses import check_loss
+from swerl_cli.training.losses.dapo import DapoOptions
+from swerl_cli.training.losses.offpolicy import IpoOptions, MisOptions, TisOptions
 from swerl_cli.training.train_config import TrainConfig, at_least
 
 STD_KINDS = ("population", "sample")
 OLD_LOGPROBS = ("auto", "trainer", "sampler")
 STEP_FILLS = ("groups", "samples")
 TOKEN_NORMS = ("step", "iteration")
+# The loss options are declared on their losses (training/losses); these flags take their defaults from there.
+_CAP, _FLOOR, _IPO_EPS = TisOptions.default("is_cap"), MisOptions.default("is_floor"), IpoOptions.default("ipo_eps")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +32,10 @@ class DapoConfig(TrainConfig):
     model: str = flag("", "Checkpoint k: the policy that sampled the rollouts.", names=("--model", "-m"))
     output: str = flag("", "Directory for checkpoint k+1 (written atomically).", names=("--output", "-o"))
     # Objective (paper Eq. 2-4, 8; Table 3 Stage 1).
-    eps_low: float = flag(0.2, "Lower clip bound eps_low (paper 0.2).")
-    eps_high: float = flag(0.3, "Upper clip bound eps_high (paper 0.3 stage 1, 0.26 stage 2).")
+    eps_low: float = flag(DapoOptions.default("eps_low"), "Lower clip bound eps_low (paper 0.2).")
+    eps_high: float = flag(
+        DapoOptions.default("eps_high"), "Upper clip bound eps_high (paper 0.3 stage 1, 0.26 stage 2)."
+    )
     # G: samples per (run, instance_id); collect --samples G
     group_size: int = flag(10, "G, samples per task the run collected (>= 2; paper 10).")
     l_thr: int = flag(10, "Turn count from which the step penalty applies (paper 10).")
@@ -56,9 +62,9 @@ class DapoConfig(TrainConfig):
     token_norm: str = flag("step", "Loss normaliser: action tokens of each step, or of the iteration.")
     # Loss (training/losses): dapo (the paper's) or an off-policy correction beside it: tis, mis, ipo.
     loss: str = flag("dapo", "Loss: dapo (the paper's), or an off-policy correction beside it: tis, mis, ipo.")
-    is_cap: float = flag(2.0, "tis: cap of the weight pi_old/pi_infer; mis: mask above it (2.0).")
-    is_floor: float = flag(0.5, "mis: mask tokens whose weight pi_old/pi_infer is below it (0.5).")
-    ipo_eps: float = flag(0.3, "ipo: mask tokens with |pi_train - pi_infer| above this (0.3).")
+    is_cap: float = flag(_CAP, f"tis: cap of the weight pi_old/pi_infer; mis: mask above it ({_CAP}).")
+    is_floor: float = flag(_FLOOR, f"mis: mask tokens whose weight pi_old/pi_infer is below it ({_FLOOR}).")
+    ipo_eps: float = flag(_IPO_EPS, f"ipo: mask tokens with |pi_train - pi_infer| above this ({_IPO_EPS}).")
     # Optimisation (paper: lr 1e-6 constant, AdamW 0.9/0.999/1e-8, wd 0.1, clip 1.0, 1 epoch).
     lr: float = flag(1e-6, "Learning rate (paper 1e-6, constant).")
     adam_eps: float = flag(1e-8, "AdamW eps (paper silent; 1e-8 is torch's).")

@@ -1,7 +1,7 @@
 """The DAPO stage's side of the loss registry: the engine's per-micro-batch loss_fn for the configured loss, the
 max/min statistics reduced over micro-batches and ranks, and the theta_old pass that recomputes pi_old.
 
-    step_loss = batch_loss(get_loss(cfg.loss, cfg, "dapo"), norm, extremes)   # engine.train_step(batches, step_loss)
+    step_loss = batch_loss(from_config(cfg, "dapo"), norm, extremes)   # engine.train_step(batches, step_loss)
     fields = reduce_extremes(extremes, device)                               # {"ratio_max": ..., "ratio_min": ...}
 """
 

@@ -16,7 +16,7 @@ from swerl_cli.training.advantages import Selection
 from swerl_cli.training.batching import StepPlan
 from swerl_cli.training.dapo_config import DapoConfig
 from swerl_cli.training.dapo_loss import Extremes, batch_loss, reduce_extremes
-from swerl_cli.training.losses import get_loss
+from swerl_cli.training.losses import from_config
 
 Log = Callable[[str], None]
 
@@ -46,7 +46,7 @@ class DapoSteps:
     ):
         self.cfg, self.plans, self.samples, self.device = cfg, plans, samples, device
         self.diff_by_step = diff_by_step
-        self.loss = get_loss(cfg.loss, cfg, "dapo")
+        self.loss = from_config(cfg, "dapo")
         self.total = {"tokens": 0.0, "ratio_sum": 0.0, "clip_low": 0.0, "clip_high": 0.0, "loss_sum": 0.0}
         self.extremes = {"max": -math.inf, "min": math.inf}
         self.iter_tokens = float(sum(p.n_trainable for p in plans))

@@ -26,7 +26,7 @@ from swerl_cli.training.batching import StepPlan, plan_steps
 from swerl_cli.training.checkpoint import OPTIMIZER_STATE_DIR
 from swerl_cli.training.data import DataStats, load_samples
 from swerl_cli.training.loop import MetricsLog, run_steps, tracker_spec
-from swerl_cli.training.losses import Loss, LossInputs, get_loss
+from swerl_cli.training.losses import Loss, LossInputs, from_config
 from swerl_cli.training.publish import partial_dir, publish, start_partial
 from swerl_cli.training.rft_config import RftConfig
 from swerl_cli.training.trackers import TrackerSpec
@@ -159,7 +159,7 @@ def _train(
     partial: Path,
 ) -> dict[str, Any]:
     """Optimizer steps plans[start:stop] with the configured loss; resumable checkpoints every `save_every`."""
-    loss = get_loss(cfg.loss, cfg, "rft")
+    loss = from_config(cfg, "rft")
 
     def checkpoint(step: int) -> None:
         if cfg.save_every and (step % cfg.save_every == 0 or step == stop):

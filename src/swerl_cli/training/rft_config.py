@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.data import TOO_LONG_POLICIES
-from swerl_cli.training.losses.base import check_loss
+from swerl_cli.training.losses import check_loss
 from swerl_cli.training.train_config import TrainConfig
 
 

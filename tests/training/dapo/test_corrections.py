@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 
 import pytest
 
 from swerl_cli.training.dapo_config import DapoConfig
-from swerl_cli.training.losses import LossInputs, get_loss
+from swerl_cli.training.losses import LossInputs, create
 
 torch = pytest.importorskip("torch")
 
@@ -59,7 +60,7 @@ def _case(seed, spread=1.0):
 def test_correction_matches_per_token_reference(kind, hit_key, seed):
     cfg = DapoConfig(loss=kind, is_cap=1.6, is_floor=0.6, ipo_eps=0.15)
     logp, old, infer, adv, mask = _case(seed)
-    loss_obj = get_loss(kind, cfg, "dapo")
+    loss_obj = create(kind, **asdict(cfg))
     loss, stats = loss_obj(LossInputs(logp, mask, old, adv, infer), 50.0)
     ref, n, hit, ratios, diffs = reference(
         kind, logp.tolist(), old.tolist(), infer.tolist(), adv.tolist(), mask.tolist(), cfg, 50.0
@@ -85,8 +86,8 @@ def test_correction_is_the_paper_loss_when_sampler_and_trainer_agree(kind):
     # pi_infer == pi_old == pi_theta: every weight is 1, nothing is masked: exactly DAPO's value.
     cfg = DapoConfig(loss=kind)
     logp, _, _, adv, mask = _case(4)
-    dapo, _ = get_loss("dapo", cfg, "dapo")(LossInputs(logp, mask, logp.clone(), adv), None)
-    corr, stats = get_loss(kind, cfg, "dapo")(LossInputs(logp, mask, logp.clone(), adv, logp.clone()), None)
+    dapo, _ = create("dapo", **asdict(cfg))(LossInputs(logp, mask, logp.clone(), adv), None)
+    corr, stats = create(kind, **asdict(cfg))(LossInputs(logp, mask, logp.clone(), adv, logp.clone()), None)
     assert corr.item() == dapo.item()
     assert sum(float(v) for k, v in stats.items() if k in ("is_capped", "is_masked", "ipo_masked")) == 0
 
@@ -96,7 +97,7 @@ def test_correction_weights_carry_no_gradient_and_masked_tokens_get_none(kind):
     cfg = DapoConfig(loss=kind, is_cap=1.6, is_floor=0.6, ipo_eps=0.15)
     logp, old, infer, adv, mask = _case(1)
     logp = logp.clone().requires_grad_(True)
-    loss, _ = get_loss(kind, cfg, "dapo")(LossInputs(logp, mask, old, adv, infer), 50.0)
+    loss, _ = create(kind, **asdict(cfg))(LossInputs(logp, mask, old, adv, infer), 50.0)
     loss.backward()
     assert torch.all(logp.grad[mask == 0] == 0)
     # d loss / d logp on an unclipped token is -w * rho * A / N: the weight enters as a constant

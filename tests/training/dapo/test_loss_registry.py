@@ -12,7 +12,17 @@ import pytest
 
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.training.dapo_config import DapoConfig
-from swerl_cli.training.losses import LOSSES, Loss, LossInputs, check_loss, get_loss, loss_names, register
+from swerl_cli.training.losses import (
+    LOSSES,
+    Loss,
+    LossInputs,
+    check_loss,
+    choices,
+    create,
+    from_config,
+    loss_class,
+    register_loss,
+)
 from swerl_cli.training.rft_config import RftConfig
 
 torch = pytest.importorskip("torch")
@@ -56,7 +66,7 @@ def test_default_dapo_loss_is_bit_identical_to_the_pre_registry_loss():
     assert cfg.loss == "dapo"
     batch, logp = _case()
     extremes: dict = {}
-    loss, stats = batch_loss(get_loss(cfg.loss, cfg, "dapo"), 17.0, extremes)(logp, batch)
+    loss, stats = batch_loss(from_config(cfg, "dapo"), 17.0, extremes)(logp, batch)
     loss.backward()
     assert loss.item().hex() == DAPO_LOSS
     assert [x.hex() for x in logp.grad[0].tolist()] == DAPO_GRAD
@@ -70,32 +80,36 @@ def test_default_sft_loss_is_bit_identical_to_the_pre_registry_loss():
 
     assert RftConfig(model="m", output="o").loss == "sft"
     batch, logp = _case()
-    loss, stats = rft_loss_fn(get_loss("sft", None, "rft"), 17.0)(logp, batch)
+    loss, stats = rft_loss_fn(create("sft"), 17.0)(logp, batch)
     loss.backward()
     assert loss.item().hex() == SFT_LOSS
     assert [x.hex() for x in logp.grad[0].tolist()][:8] == SFT_GRAD_HEAD
     assert stats == {"nll_sum": pytest.approx(24.795604705810547, abs=0), "trainable_tokens": 22.0, "tokens": 36.0}
 
 
+class HalfNll(Loss):
+    """A loss from outside the package: half the masked NLL."""
+
+    name, stage = "test-half-nll", "rft"
+    stats = ("nll_sum", "trainable_tokens")
+
+    def __call__(self, x: LossInputs, normalizer: float | None) -> tuple:
+        nll = -(x.logp * x.mask).sum()
+        return 0.5 * nll / normalizer, {"nll_sum": nll.detach(), "trainable_tokens": x.mask.sum()}
+
+
 def test_a_loss_added_from_outside_the_package_is_selected_by_the_config_field():
-    """docs/architecture.md "where to add" a loss: one `@register` class; `loss: <name>` selects it and rft's
-    engine loss_fn runs it (here: half the masked NLL, against the registered `sft`)."""
+    """docs/architecture.md "where to add" a loss: one `Loss` class, registered as "module:Class"; `loss: <name>`
+    selects it and rft's engine loss_fn runs it (here: half the masked NLL, against the registered `sft`)."""
     from swerl_cli.training.rft import rft_loss_fn
 
-    @register
-    class HalfNll(Loss):
-        name, stage = "test-half-nll", "rft"
-
-        def __call__(self, x: LossInputs, normalizer: float | None) -> tuple:
-            nll = -(x.logp * x.mask).sum()
-            return 0.5 * nll / normalizer, {"nll_sum": nll.detach(), "trainable_tokens": x.mask.sum()}
-
+    register_loss("test-half-nll", f"{__name__}:HalfNll")
     try:
         cfg = RftConfig(model="m", output="o", loss="test-half-nll")
-        assert "test-half-nll" in loss_names("rft")
+        assert "test-half-nll" in choices("rft")
         batch, logp = _case()
-        half, stats = rft_loss_fn(get_loss(cfg.loss, cfg, "rft"), 17.0)(logp, batch)
-        full, _ = rft_loss_fn(get_loss("sft", cfg, "rft"), 17.0)(logp, batch)
+        half, stats = rft_loss_fn(from_config(cfg, "rft"), 17.0)(logp, batch)
+        full, _ = rft_loss_fn(create("sft"), 17.0)(logp, batch)
         assert half.item() == pytest.approx(full.item() / 2, rel=1e-6)
         assert stats["tokens"] == 36.0
     finally:
@@ -105,10 +119,24 @@ def test_a_loss_added_from_outside_the_package_is_selected_by_the_config_field()
 
 
 def test_registry_names_by_stage():
-    assert loss_names("dapo") == ["dapo", "ipo", "mis", "tis"]
-    assert loss_names("rft") == ["sft"]
-    assert {LOSSES[n].needs_sampler_logprobs for n in ("tis", "mis", "ipo")} == {True}
-    assert LOSSES["dapo"].needs_sampler_logprobs is False
+    assert choices("dapo") == ["dapo", "ipo", "mis", "tis"]
+    assert choices("rft") == ["sft"]
+    assert choices() == ["dapo", "ipo", "mis", "sft", "tis"]
+    assert {loss_class(n).needs_sampler_logprobs for n in ("tis", "mis", "ipo")} == {True}
+    assert loss_class("dapo").needs_sampler_logprobs is False
+    with pytest.raises(ConfigError, match="unknown loss 'ppo'; choose one of dapo, ipo, mis, sft, tis"):
+        create("ppo")
+
+
+def test_create_reads_each_loss_its_own_options_by_name():
+    """`create(name, **options)`: the loss takes the options its Options declares and ignores the others."""
+    mis = create("mis", is_cap=3.0, is_floor=0.25, ipo_eps=0.9, lr=1.0)
+    assert (mis.options.is_cap, mis.options.is_floor, mis.options.eps_low) == (3.0, 0.25, 0.2)
+    assert not hasattr(mis.options, "ipo_eps")
+    assert create("ipo", ipo_eps=0.1, is_cap=None).options.ipo_eps == 0.1
+    assert not hasattr(create("tis").options, "is_floor")
+    cfg = DapoConfig(loss="tis", is_cap=1.5, eps_high=0.4, old_logprobs="trainer")
+    assert from_config(cfg, "dapo").options == loss_class("tis").Options(eps_high=0.4, is_cap=1.5)
 
 
 @pytest.mark.parametrize(

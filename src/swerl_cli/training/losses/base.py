@@ -1,14 +1,20 @@
-"""The loss registry: name -> class, selected by a training config's `loss` field. Free of torch at import.
+"""What a loss is: `Loss` (built from its own `Options`), the per-token tensors it sees, and its options base.
+Free of torch at import.
 
-    @register
+    @dataclass(frozen=True, slots=True)
+    class MyOptions(DapoOptions):              # the knobs this loss reads, each with its one default
+        my_knob: float = 0.5
+
     class MyLoss(Loss):
-        name, stage = "my-loss", "dapo"
+        name, stage, Options = "my-loss", "dapo", MyOptions
+        stats = (*DapoLoss.stats, "my_sum")    # the stats every call returns
         def __call__(self, x: LossInputs, normalizer: float | None) -> tuple[Tensor, dict[str, Tensor]]: ...
 
 A loss sees one packed micro-batch as `LossInputs` (per-token tensors, shape (B, T)) and returns its share of the
 step's objective (summed over its tokens, divided by `normalizer`: the step's or the iteration's action tokens) and
 detached statistics. Stats named `*_max` are reduced with max over micro-batches and ranks, every other stat with a
 sum; `metrics(summed)` turns the summed stats of one optimizer step into that loss's fields of a metrics line.
+The registry (name -> "module:Class", `create`, `choices`) is the package's `__init__.py`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from swerl_cli.core.errors import ConfigError
+from swerl_cli.core.plugins import Options
 
 
 @dataclass(slots=True)
@@ -31,15 +37,24 @@ class LossInputs:
     infer_logp: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class LossOptions(Options):
+    """A loss's own options, read by name from the stage's config (`DapoConfig`, `RftConfig`), whose flag of the
+    same name takes its default from here. None for a loss without knobs (sft)."""
+
+
 class Loss:
-    """Base of every registered loss. `stage`: which command may use it (rft or dapo)."""
+    """Base of every registered loss. `stage`: which command may use it (rft or dapo); `stats`: the names every
+    call returns (the contract suite checks them)."""
 
     name: ClassVar[str] = ""
     stage: ClassVar[str] = ""
+    Options: ClassVar[type[LossOptions]] = LossOptions
+    stats: ClassVar[tuple[str, ...]] = ()
     needs_sampler_logprobs: ClassVar[bool] = False  # true: the sampler's logprobs must be recorded and kept
 
-    def __init__(self, cfg: Any) -> None:
-        self.cfg = cfg
+    def __init__(self, options: LossOptions | None = None) -> None:
+        self.options: Any = options if options is not None else self.Options()
 
     def __call__(self, x: LossInputs, normalizer: float | None) -> tuple[Any, dict[str, Any]]:
         raise NotImplementedError
@@ -47,32 +62,3 @@ class Loss:
     def metrics(self, s: dict[str, float]) -> dict[str, Any]:
         """This loss's own fields of a step's metrics line, from the step's reduced stats (none by default)."""
         return {}
-
-
-LOSSES: dict[str, type[Loss]] = {}
-
-
-def register(cls: type[Loss]) -> type[Loss]:
-    """Class decorator: make `cls` selectable as `loss: <cls.name>`."""
-    if not cls.name or cls.stage not in ("rft", "dapo"):
-        raise ValueError(f"{cls.__name__}: a loss needs a name and a stage (rft or dapo)")
-    LOSSES[cls.name] = cls
-    return cls
-
-
-def loss_names(stage: str) -> list[str]:
-    """The registered losses a stage may select, sorted."""
-    return sorted(n for n, c in LOSSES.items() if c.stage == stage)
-
-
-def check_loss(name: str, stage: str) -> None:
-    """ConfigError naming the field when `name` is not a registered loss of `stage`."""
-    if name not in loss_names(stage):
-        allowed = ", ".join(loss_names(stage))
-        raise ConfigError(f"{stage} config: field 'loss': unknown loss {name!r}; choose one of {allowed}")
-
-
-def get_loss(name: str, cfg: Any, stage: str) -> Loss:
-    """An instance of the registered loss `name` configured by `cfg`."""
-    check_loss(name, stage)
-    return LOSSES[name](cfg)

@@ -13,9 +13,10 @@ batch whose tokens normalise the sum; the caller owns that choice (see training/
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.training.losses.base import Loss, LossInputs, register
+from swerl_cli.training.losses.base import Loss, LossInputs, LossOptions
 
 
 def token_logprobs(logits: Any, targets: Any) -> Any:
@@ -88,13 +89,20 @@ def masked_abs_diff_sum(a: Any, b: Any, mask: Any) -> tuple[float, float]:
         return float(((a.double() - b.double()).abs() * m).sum()), float(m.sum())
 
 
-@register
+@dataclass(frozen=True, slots=True)
+class DapoOptions(LossOptions):
+    """The clip of Eq. 8, read by every dapo-stage loss (`--eps-low`, `--eps-high`; paper Table 3, stage 1)."""
+
+    eps_low: float = 0.2
+    eps_high: float = 0.3
+
+
 class DapoLoss(Loss):
     """The paper's clipped token-level objective (Eq. 8) with pi_old as given (`old_logp`)."""
 
-    name, stage = "dapo", "dapo"
+    name, stage, Options = "dapo", "dapo", DapoOptions
+    stats = ("tokens", "ratio_sum", "ratio_max", "ratio_min", "clip_low", "clip_high", "loss_sum")
 
     def __call__(self, x: LossInputs, normalizer: float | None) -> tuple[Any, dict[str, Any]]:
-        return dapo_policy_loss(
-            x.logp, x.old_logp, x.advantages, x.mask, self.cfg.eps_low, self.cfg.eps_high, normalizer
-        )
+        o = self.options
+        return dapo_policy_loss(x.logp, x.old_logp, x.advantages, x.mask, o.eps_low, o.eps_high, normalizer)

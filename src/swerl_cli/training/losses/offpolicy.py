@@ -16,10 +16,11 @@ weight 0), so masking never rescales the other tokens' terms. The weights' stati
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from swerl_cli.training.losses.base import Loss, LossInputs, register
-from swerl_cli.training.losses.dapo import dapo_policy_loss
+from swerl_cli.training.losses.base import Loss, LossInputs
+from swerl_cli.training.losses.dapo import DapoLoss, DapoOptions, dapo_policy_loss
 
 
 def _masked_extremes(values: Any, mask: Any, prefix: str) -> dict[str, Any]:
@@ -83,6 +84,27 @@ def ipo_weights(logp: Any, infer_logp: Any, mask: Any, eps: float) -> tuple[Any,
     return w, stats
 
 
+@dataclass(frozen=True, slots=True)
+class TisOptions(DapoOptions):
+    """`--is-cap`: tis caps the weight pi_old / pi_infer at it; mis masks the tokens above it."""
+
+    is_cap: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class MisOptions(TisOptions):
+    """`--is-floor`: mis masks the tokens whose weight pi_old / pi_infer is below it."""
+
+    is_floor: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class IpoOptions(DapoOptions):
+    """`--ipo-eps`: ipo masks the tokens with |pi_train - pi_infer| above it (prime-rl's 0.3)."""
+
+    ipo_eps: float = 0.3
+
+
 class _Corrected(Loss):
     """DAPO times a correction weight; subclasses say how the weight is made (`weights`) and name the metrics it
     reports: `<measure>_mean` and `<measure>_<extreme>` of the per-token measure, `<counted>_frac` of the tokens."""
@@ -98,8 +120,8 @@ class _Corrected(Loss):
 
     def __call__(self, x: LossInputs, normalizer: float | None) -> tuple[Any, dict[str, Any]]:
         w, extra = self.weights(x)
-        c = self.cfg
-        loss, stats = dapo_policy_loss(x.logp, x.old_logp, x.advantages, x.mask, c.eps_low, c.eps_high, normalizer, w)
+        o = self.options
+        loss, stats = dapo_policy_loss(x.logp, x.old_logp, x.advantages, x.mask, o.eps_low, o.eps_high, normalizer, w)
         return loss, {**stats, **extra}
 
     def metrics(self, s: dict[str, float]) -> dict[str, Any]:
@@ -109,30 +131,30 @@ class _Corrected(Loss):
         return {**out, f"{self.counted}_frac": s[self.counted] / n}
 
 
-@register
 class TisLoss(_Corrected):
-    name = "tis"
+    name, Options = "tis", TisOptions
     counted = "is_capped"
+    stats = (*DapoLoss.stats, "is_ratio_sum", "is_capped", "is_ratio_max", "is_ratio_min")
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
-        return tis_weights(x.old_logp, x.infer_logp, x.mask, self.cfg.is_cap)
+        return tis_weights(x.old_logp, x.infer_logp, x.mask, self.options.is_cap)
 
 
-@register
 class MisLoss(_Corrected):
-    name = "mis"
+    name, Options = "mis", MisOptions
     counted = "is_masked"
+    stats = (*DapoLoss.stats, "is_ratio_sum", "is_masked", "is_ratio_max", "is_ratio_min")
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
-        return mis_weights(x.old_logp, x.infer_logp, x.mask, self.cfg.is_cap, self.cfg.is_floor)
+        return mis_weights(x.old_logp, x.infer_logp, x.mask, self.options.is_cap, self.options.is_floor)
 
 
-@register
 class IpoLoss(_Corrected):
-    name = "ipo"
+    name, Options = "ipo", IpoOptions
+    stats = (*DapoLoss.stats, "prob_diff_sum", "ipo_masked", "prob_diff_max", "prob_diff_min")
     measure = "prob_diff"
     extremes = ("max",)
     counted = "ipo_masked"
 
     def weights(self, x: LossInputs) -> tuple[Any, dict[str, Any]]:
-        return ipo_weights(x.logp.detach(), x.infer_logp, x.mask, self.cfg.ipo_eps)
+        return ipo_weights(x.logp.detach(), x.infer_logp, x.mask, self.options.ipo_eps)

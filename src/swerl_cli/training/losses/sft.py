@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from swerl_cli.training.losses.base import Loss, LossInputs, register
+from swerl_cli.training.losses.base import Loss, LossInputs
 
 
-@register
 class SftLoss(Loss):
     """sum(-logp * mask) / max(normalizer, 1): the mean NLL over the step's trainable tokens (all ranks)."""
 
     name, stage = "sft", "rft"
+    stats = ("nll_sum", "trainable_tokens")
 
     def __call__(self, x: LossInputs, normalizer: float | None) -> tuple[Any, dict[str, Any]]:
         nll = -(x.logp * x.mask).sum()  # scalar: this micro-batch's summed NLL over trainable tokens
