@@ -1,4 +1,5 @@
-"""Layering rules (docs/architecture.md), checked on the source with `ast`, plus what `import swerl_cli.cli` loads."""
+"""Layering rules (docs/architecture.md), checked on the source with `ast` (every import, inside functions too), plus
+what `import swerl_cli.cli` loads. Import cycles: test_import_cycles.py."""
 
 from __future__ import annotations
 
@@ -135,48 +136,3 @@ def test_import_cli_loads_neither_torch_nor_docker() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == ""
-
-
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(PKG).with_suffix("")
-    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-    return ".".join(("swerl_cli", *parts))
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str]:
-    """One import cycle in `graph` (module -> modules it imports at load time), or [] when there is none."""
-    state: dict[str, int] = {}  # 1 on the current path, 2 done
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (found := visit(nxt)):
-                return found
-        stack.pop()
-        state[node] = 2
-        return []
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)):
-            return found
-    return []
-
-
-def test_cycle_finder_finds_a_cycle() -> None:
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
-
-
-def test_no_import_cycle() -> None:
-    """Module-level imports between swerl_cli modules form no cycle (imports inside functions are exempt)."""
-    names = {_module_name(p): p for p in _modules()}
-    graph: dict[str, set[str]] = {}
-    for name, path in names.items():
-        deps = {mod for mod, _, top in _imports(path) if top and mod in names and mod != name}
-        graph[name] = deps
-    cycle = _cycle(graph)
-    assert not cycle, "import cycle: " + " -> ".join(cycle)

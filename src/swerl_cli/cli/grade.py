@@ -14,8 +14,8 @@ from swerl_cli.executor import node_label, open_executor
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.jobs import grade_records, load_tasks
 from swerl_cli.grading.summary import GradeSummary
+from swerl_cli.streams.jsonl import read_many_rows, read_rows
 from swerl_cli.streams.outputs import open_output, refuse_own_input
-from swerl_cli.streams.rows import read_many_rows, read_rows
 from swerl_cli.streams.task_fields import RowFailures
 
 HELP = """Grade each record in a fresh sandbox: apply its patch, set aside its edits of test infrastructure

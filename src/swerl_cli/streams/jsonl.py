@@ -1,4 +1,7 @@
-"""JSONL record streams: located reading (path, `-`, `.gz`) and whole-line serialisation (writing: outputs.py)."""
+"""JSONL record streams: located reading (path, `-`, `.gz`) and whole-line serialisation (writing: outputs.py).
+
+`read_records` and `read_rows` are the one place a path's suffix picks its reader (`documents.file_kind`): JSON
+Lines here, one JSON document or a parquet table in documents.py."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import IO, Any
 import orjson
 
 from swerl_cli.core.errors import InputError
+from swerl_cli.streams.documents import file_kind, read_document, read_table
 from swerl_cli.streams.records import Located
 
 STDIN = "-"
@@ -132,14 +136,32 @@ def parse_line(name: str, n: int, line: bytes, has_nl: bool = True) -> Located:
 def read_records(src: str = STDIN) -> Iterator[Located]:
     """Read JSON objects from a JSONL path (optionally .gz) or `-` for stdin, each with its source and line.
 
-    A `.json` or `.traj` path holds one JSON document, pretty-printed or not (rows.read_document)."""
-    if src != STDIN and src.endswith((".json", ".traj")):
-        from swerl_cli.streams.rows import read_document
+    A `.json` or `.traj` path holds one JSON document, pretty-printed or not (documents.read_document); a
+    `.parquet` path is read as JSON Lines here (and refused as such): tables are dataset rows (`read_rows`)."""
+    yield from _read(src, tables=False)
 
+
+def read_rows(src: str) -> Iterator[Located]:
+    """Located rows of a dataset or predictions file: as `read_records`, and a `.parquet` path is a table."""
+    yield from _read(src, tables=True)
+
+
+def read_many_rows(paths: Iterable[str]) -> Iterator[Located]:
+    """Rows of several files in order; no paths means stdin (JSONL)."""
+    for path in list(paths) or [STDIN]:
+        yield from read_rows(path)
+
+
+def _read(src: str, *, tables: bool) -> Iterator[Located]:
+    """The one suffix dispatcher: documents.file_kind says how `src` is read (`-` is always JSON Lines)."""
+    kind = "lines" if src == STDIN else file_kind(src)
+    if kind == "document":
         yield from read_document(src)
-        return
-    for name, n, line, has_nl in iter_lines(src):
-        yield parse_line(name, n, line, has_nl)
+    elif kind == "table" and tables:
+        yield from read_table(src)
+    else:
+        for name, n, line, has_nl in iter_lines(src):
+            yield parse_line(name, n, line, has_nl)
 
 
 def lenient_records(src: str) -> Iterator[Located | InputError]:

@@ -15,8 +15,8 @@ from typing import Any
 from swerl_cli.core import plugins
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.core.plugins import Registry
+from swerl_cli.streams.jsonl import read_rows as read_rows
 from swerl_cli.streams.records import TASK, Located, Task, check_schema
-from swerl_cli.streams.rows import read_rows as read_rows
 from swerl_cli.streams.task_fields import task_row_error
 from swerl_cli.tasks.importers.base import CONDA as CONDA  # re-exported: the package is the importers' API
 from swerl_cli.tasks.importers.base import Importer

@@ -1,5 +1,7 @@
-"""Rows of dataset and prediction files: JSONL (`-`, .gz), a JSON array, one JSON object, an
-`{instance_id: {...}}` object (SWE-agent's `preds.json`) or parquet, each row located for error messages.
+"""Files that are not JSON Lines, and the one rule that tells them apart by suffix (`file_kind`): a `.json` or
+`.traj` file holds one JSON document (an array, a `{instance_id: {...}}` object as SWE-agent's `preds.json`, or one
+object), a `.parquet` file a table; every other path, `-` included, is JSON Lines (`.gz` transparently; read by
+jsonl.py, whose `read_records` / `read_rows` dispatch on `file_kind`).
 
 A `.json` file is parsed strictly first, then as the standard library reads it (NaN, integers past 64 bits, a
 UTF-8 byte order mark), then as JSON Lines saved under a `.json` name: a file that is valid JSON is never called
@@ -9,34 +11,27 @@ invalid, and one that is not gets one line with the position of the first error.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import Located
 
-# Files that hold one JSON document (pretty-printed or not); everything else is JSON Lines (docs/records.md).
+# Files that hold one JSON document (pretty-printed or not), and tables; everything else is JSON Lines
+# (docs/records.md).
 DOCUMENT_SUFFIXES = (".json", ".traj")
+TABLE_SUFFIXES = (".parquet",)
+FileKind = Literal["document", "table", "lines"]
 
 
-def read_rows(path: str) -> Iterator[Located]:
-    """Located rows of one file, by its extension (.json, .parquet; anything else is JSONL)."""
-    from swerl_cli.streams.jsonl import read_records
-
-    if path.endswith(".parquet"):
-        yield from _parquet_rows(path)
-    elif path.endswith(DOCUMENT_SUFFIXES):
-        yield from read_document(path)
-    else:
-        yield from read_records(path)
-
-
-def read_many_rows(paths: Iterable[str]) -> Iterator[Located]:
-    """Rows of several files in order; no paths means stdin (JSONL)."""
-    paths = list(paths) or ["-"]
-    for path in paths:
-        yield from read_rows(path)
+def file_kind(src: str) -> FileKind:
+    """How a path is read, by its suffix: `file_kind("preds.json") == "document"`, `"-"` is always JSON Lines."""
+    if src.endswith(DOCUMENT_SUFFIXES):
+        return "document"
+    if src.endswith(TABLE_SUFFIXES):
+        return "table"
+    return "lines"
 
 
 def _load(path: str) -> Any:
@@ -105,7 +100,8 @@ def read_document(path: str) -> Iterator[Located]:
         yield Located(where, None, row)  # type: ignore[arg-type]
 
 
-def _parquet_rows(path: str) -> Iterator[Located]:
+def read_table(path: str) -> Iterator[Located]:
+    """Rows of a parquet file, each located as `PATH: row N`."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
