@@ -220,6 +220,7 @@ def test_table_pairs_every_checkpoint_with_rft_and_draws_the_curve(tmp_path: Pat
     assert curve[0]["optimizer_start"] == "init-second"
     assert curve[0]["probe"]["gold_edit_logprob"] == -0.5  # checkpoint 0 is RFT: its probe
     assert curve[1]["probe"]["gold_edit_delta"] == 0.1
+    assert curve[1]["pool_pass_iter0_same_tasks"] == 0.25  # the rise is measured on the same tasks
     assert t["target"]["pool_rising"] == {"dapo-s0": True}
     assert t["split"]["heldout_unchanged"] is True
     assert (run / "curve.png").stat().st_size > 1000
