@@ -240,7 +240,8 @@ def markdown(t: dict) -> str:
             " k, iteration 0 = RFT):",
             "",
             "| k | pool tasks | pool pass ± SE (n) | same tasks at k = 0 | groups kept / all | samples kept | steps"
-            " | start | ends in submit | submit precision | format errors / turn | gold edit log p (Δ vs RFT) | frame drift |",
+            " | start | ends in submit | submit precision | format errors / turn | gold edit log p (Δ vs RFT)"
+            " | frame drift |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in curve:
