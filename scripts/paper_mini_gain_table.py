@@ -286,16 +286,17 @@ def plot(t: dict, path: Path) -> None:
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
     for name, curve in t["curves"].items():
-        ks = [c["iteration"] for c in curve]
-        axes[0].errorbar(ks, [c["pool_pass"] for c in curve], yerr=[c["pool_sem"] or 0 for c in curve], marker="o",
+        rolled = [c for c in curve if c["pool_pass"] is not None]  # the last checkpoint has a probe, no rollouts
+        ks = [c["iteration"] for c in rolled]
+        axes[0].errorbar(ks, [c["pool_pass"] for c in rolled], yerr=[c["pool_sem"] or 0 for c in rolled], marker="o",
                          capsize=3, label=name)  # fmt: skip
         pk = [c for c in curve if c["probe"]]
         axes[1].plot(
             [c["iteration"] for c in pk], [c["probe"]["gold_edit_logprob"] for c in pk], marker="o", label=name
         )
         axes[2].plot([c["iteration"] for c in pk], [c["probe"].get("frame_drift") for c in pk], marker="o", label=name)
-        axes[3].plot(ks, [c["submit_share"] for c in curve], marker="o", label=f"{name} submit share")
-        axes[3].plot(ks, [c["submit_precision"] for c in curve], marker="s", ls="--", label=f"{name} precision")
+        axes[3].plot(ks, [c["submit_share"] for c in rolled], marker="o", label=f"{name} submit share")
+        axes[3].plot(ks, [c["submit_precision"] for c in rolled], marker="s", ls="--", label=f"{name} precision")
     titles = [
         "pool pass rate ± SE",
         "gold edit-turn log p (held out)",

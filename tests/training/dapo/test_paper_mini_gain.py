@@ -199,6 +199,8 @@ def test_table_pairs_every_checkpoint_with_rft_and_draws_the_curve(tmp_path: Pat
     (d / "iter-0" / "dapo.json").write_text(json.dumps(summary))
     (run / "rft").mkdir()
     (run / "rft" / "probe.json").write_text(json.dumps({"gold_edit_logprob": -0.5, "frame_drift": 0.0}))
+    (d / "iter-2").mkdir()  # the last checkpoint: a probe, no rollouts
+    (d / "iter-2" / "probe.json").write_text(json.dumps({"gold_edit_logprob": -0.3, "frame_drift": 0.03}))
     (d / "iter-1" / "probe.json").write_text(json.dumps({"gold_edit_logprob": -0.4, "gold_edit_delta": 0.1,
                                                          "frame_drift": 0.02}))  # fmt: skip
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "paper_mini_gain_table.py"), str(run)],
@@ -215,7 +217,7 @@ def test_table_pairs_every_checkpoint_with_rft_and_draws_the_curve(tmp_path: Pat
     assert rows["base"]["submit_share"] == 0
     assert rows["RFT"]["submit_precision"] == 0.5
     curve = t["curves"]["dapo-s0"]
-    assert [c["pool_pass"] for c in curve] == [0.25, 0.5]
+    assert [c["pool_pass"] for c in curve] == [0.25, 0.5, None]
     assert curve[0]["groups_kept"] == 1
     assert curve[0]["optimizer_start"] == "init-second"
     assert curve[0]["probe"]["gold_edit_logprob"] == -0.5  # checkpoint 0 is RFT: its probe
