@@ -289,7 +289,9 @@ def plot(t: dict, path: Path) -> None:
         rolled = [c for c in curve if c["pool_pass"] is not None]  # the last checkpoint has a probe, no rollouts
         ks = [c["iteration"] for c in rolled]
         axes[0].errorbar(ks, [c["pool_pass"] for c in rolled], yerr=[c["pool_sem"] or 0 for c in rolled], marker="o",
-                         capsize=3, label=name)  # fmt: skip
+                         capsize=3, label=f"{name}: pool k")  # fmt: skip
+        axes[0].plot(ks, [c["pool_pass_iter0_same_tasks"] for c in rolled], marker="x", ls=":",
+                     label=f"{name}: same tasks at k = 0")  # fmt: skip
         pk = [c for c in curve if c["probe"]]
         axes[1].plot(
             [c["iteration"] for c in pk], [c["probe"]["gold_edit_logprob"] for c in pk], marker="o", label=name
