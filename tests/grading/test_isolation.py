@@ -74,7 +74,10 @@ def _probes(log: str) -> dict[str, str]:
 @pytest.mark.docker
 def test_the_tests_user_reaches_no_key_result_wrapper_or_guard_file(toy_t: Task) -> None:
     task = replace(toy_t, instance_id="toy-probe", test_cmd="python3 probe.py && " + toy_t.test_cmd)
-    g = grade_patch(task, toy_t.patch + _new_file("probe.py", PROBE), GradeConfig(), "pytest-isolation")
+    # harness mode: the static audit (grading/audit.py) would score the probe's /proc reads 0 in strict mode before
+    # the OS had a say; here the OS permissions themselves are under test
+    cfg = GradeConfig(mode="harness")
+    g = grade_patch(task, toy_t.patch + _new_file("probe.py", PROBE), cfg, "pytest-isolation")
     p = _probes(g["log_tail"])
     assert g["status"] == "resolved", (g["error"], g["log_tail"][-2000:])
     assert p["wrapper_uid"] == "0", p

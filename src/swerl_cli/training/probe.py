@@ -127,8 +127,8 @@ class ProbeData:
         return data
 
     def logprobs(self, model_dir: str) -> dict[str, list[list[float]]]:
-        gold, frame = token_logprobs(model_dir, self.gold, self.frame)
-        return {"gold": gold, "frame": frame}
+        fix, frame = token_logprobs(model_dir, self.gold, self.frame)
+        return {"fix": fix, "frame": frame}
 
     def fingerprint(self) -> str:
         """A hash of the probe's token sequences: a saved reference is reused only for the same trajectories."""
@@ -157,9 +157,9 @@ class ProbeData:
         if not Path(path).is_file():
             return None
         saved = json.loads(Path(path).read_text())
-        if saved.get("fingerprint") != self.fingerprint():
+        if saved.get("fingerprint") != self.fingerprint() or "fix" not in saved or "frame" not in saved:
             return None
-        return {"gold": saved["gold"], "frame": saved["frame"]}
+        return {"fix": saved["fix"], "frame": saved["frame"]}
 
     def _gold(self, lp: list[list[float]], edit_only: bool) -> list[float]:
         out = []
@@ -169,7 +169,7 @@ class ProbeData:
 
     def measure(self, after: dict[str, list[list[float]]], before: dict[str, list[list[float]]] | None = None) -> dict:
         """The probe's numbers for `after`; drift and deltas against `before` when given."""
-        edit, action = self._gold(after["gold"], True), self._gold(after["gold"], False)
+        edit, action = self._gold(after["fix"], True), self._gold(after["fix"], False)
         row: dict[str, Any] = {
             "gold_edit_logprob": _mean(edit),
             "gold_edit_tokens": len(edit),
@@ -185,7 +185,7 @@ class ProbeData:
             for f, b, a in zip(fm, lb, la, strict=True)
             if f
         ]
-        ref_edit, ref_action = self._gold(before["gold"], True), self._gold(before["gold"], False)
+        ref_edit, ref_action = self._gold(before["fix"], True), self._gold(before["fix"], False)
         row["gold_edit_delta"] = _delta(edit, ref_edit)
         row["gold_delta"] = _delta(action, ref_action)
         row["frame_drift"] = _mean([abs(d) for d in frame])
