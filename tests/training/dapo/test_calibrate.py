@@ -114,3 +114,38 @@ def test_the_choice_rule_takes_the_largest_gain_within_the_drift_budget() -> Non
     assert choose(rows, max_drift=1.0)[0]["candidate"] == "carried"
     assert choose([{**r, "gold_delta": -1.0} for r in rows])[0] is None
     assert "drifted" in choose([rows[2]])[1]
+
+
+def test_init_from_keeps_the_state_so_the_chosen_update_can_continue(tiny_model: Path, tmp_path: Path) -> None:
+    """make paper-mini-gain's mode: --model without optimizer_state/ (the RFT weights), the moments from --init-from,
+    the optimizer state on, so the candidate's checkpoint is the run's iteration-0 update with its state saved."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    sft = write_jsonl(tmp_path / "sft.jsonl", [make_trajectory(tok, i) for i in range(4)])
+    rft = tmp_path / "rft"
+    launch_swerl(["rft", str(sft), "--model", str(tiny_model), "--output", str(rft), "--lr", "1e-3",
+                  "--warmup-steps", "0", "--batch-size", "2", "--save-optimizer"], 1)  # fmt: skip
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    for f in rft.iterdir():
+        if f.name != "optimizer_state":
+            (weights / f.name).symlink_to(f)
+    graded = write_jsonl(tmp_path / "graded.jsonl", _graded(tok))
+    gold = write_jsonl(tmp_path / "gold.jsonl", [make_trajectory(tok, 50, seed=4)])
+    frame = write_jsonl(tmp_path / "frame.jsonl", [make_trajectory(tok, 70, seed=5)])
+    base = [sys.executable, str(ROOT / "scripts" / "dapo_calibrate.py"), "--graded", str(graded), "--gold", str(gold),
+            "--frame", str(frame), "--out", str(tmp_path / "cal"), "--lr", "1e-3", "--candidates", "carried-v",
+            "--init-from", str(rft), "--choice", str(tmp_path / "choice.json")]  # fmt: skip
+    extra = ["--", "--group-size", "4", "--batch-size", "8", "--micro-batch-tokens", "512"]
+    refused = subprocess.run([*base, "--model", str(rft), *extra], capture_output=True, cwd=ROOT, timeout=600)
+    assert refused.returncode != 0
+    assert b"holds optimizer_state" in refused.stderr
+    proc = subprocess.run([*base, "--model", str(weights), *extra], capture_output=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    row = json.loads(proc.stdout.decode().splitlines()[0])
+    assert row["optimizer_start"] == "init-second"
+    assert "--no-carry-optimizer" not in row["flags"]
+    assert (tmp_path / "cal" / "carried-v" / "optimizer_state" / "latest").is_file()
+    assert json.loads((tmp_path / "cal" / "carried-v.summary.json").read_text())["steps"] == 1
+    assert (tmp_path / "cal" / "carried-v.metrics.jsonl").stat().st_size > 0
