@@ -18,14 +18,13 @@ RUN/table.md, RUN/table.json and RUN/curve.png (matplotlib), and prints the mark
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_mini_table import _by_mutator, _count, _f, _load, _records, _row, _z
+from paper_mini_table import _by_mutator, _count, _f, _load, _records, _row, _z, write_table
 
 
 def _mutators(run: Path) -> dict[str, str]:
@@ -328,10 +327,7 @@ def main(argv: list[str]) -> int:
     if t["curves"]:
         plot(t, run / "curve.png")
         md += "\n![learning curve](curve.png)\n"
-    out = run / "table"  # RUN/table.md and RUN/table.json
-    out.with_suffix(".md").write_text(md)
-    out.with_suffix(".json").write_text(json.dumps(t, indent=1) + "\n")
-    sys.stdout.write(md)
+    write_table(run, t, md)
     return 0
 
 

@@ -263,12 +263,16 @@ def main(argv: list[str]) -> int:
         print(f"paper_mini_table: {run}: no such run directory", file=sys.stderr)
         return 3
     t = collect(run)
-    md = markdown(t)
-    out = run / "table"  # RUN/table.md and RUN/table.json
+    write_table(run, t, markdown(t))
+    return 0
+
+
+def write_table(run: Path, t: dict, md: str) -> None:
+    """RUN/table.md and RUN/table.json, and the markdown on stdout."""
+    out = run / "table"
     out.with_suffix(".md").write_text(md)
     out.with_suffix(".json").write_text(json.dumps(t, indent=1) + "\n")
     sys.stdout.write(md)
-    return 0
 
 
 if __name__ == "__main__":
