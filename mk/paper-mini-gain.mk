@@ -68,7 +68,9 @@ PG_UPDATE_FLAGS = --group-size $(PG_G) --t-max $(PG_T_MAX) --l-thr $(PG_L_THR) -
 	--batch-size $(PG_BATCH) --max-seq-len $(PM_CONTEXT) --seed $(PG_DAPO_SEED) $(PM_DAPO_ARGS)
 PG_PROBE = $(PY) scripts/paper_mini_probe.py --ref $(PG_RUNS)/rft/ckpt --tokenizer $(PG_RUNS)/rft/base-marked \
 	--gold $(PG_RUNS)/probe/gold.jsonl --frame $(PG_RUNS)/probe/frame.jsonl --ref-cache $(PG_RUNS)/probe/ref-logprobs.json
-PG_CHOICE = $(PG_RUNS)/calibration/choice.json
+# The calibration's decision; a seed's directory keeps the one its updates used (DIR/choice.json). Another rule on
+# the recorded candidates: scripts/dapo_calibrate.py --rechoose OLD NEW, then PG_CHOICE=NEW (docs/training.md)
+PG_CHOICE ?= $(PG_RUNS)/calibration/choice.json
 PG_STOP = bash scripts/rl-vllm.sh stop - $(PG_PORT) $(PG_RUNS)/vllm
 
 .PHONY: paper-mini-gain paper-mini-gain-dapo paper-mini-gain-probe-data paper-mini-gain-table paper-mini-gain-stop
@@ -116,8 +118,9 @@ paper-mini-gain-dapo:  ## the DAPO half of paper-mini-gain for one seed (PG_DAPO
 	      --ref-cache $(PG_RUNS)/probe/ref-logprobs.json --lr $(PG_DAPO_LR) --candidates $(PG_CANDIDATES) \
 	      --choice $(PG_CHOICE) -- $(PG_UPDATE_FLAGS); \
 	    $(PY) scripts/paper_mini_gain_adopt.py $(PG_CHOICE) $$D; \
+	    test -s $$D/choice.json || cp $(PG_CHOICE) $$D/choice.json; \
 	  fi; \
-	  flags=$$($(PY) -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["flags"]))' $(PG_CHOICE)); \
+	  flags=$$($(PY) -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["flags"]))' $$D/choice.json); \
 	  $$S dapo-$$k $$D/iter-$$k/dapo.json -- $(PG_RL) RUNS=$$D MODEL=$(PG_RUNS)/rft/weights EVAL=0 K=$$k \
 	    DAPO_ARGS="$(PM_DAPO_ARGS) $$flags" rl-update; \
 	  $$S probe-$$n $$D/iter-$$n/probe.json -- $(PG_PROBE) --model $$D/iter-$$n/ckpt --label DAPO-$$n \

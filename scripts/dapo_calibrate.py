@@ -21,6 +21,7 @@ One JSON record per candidate on stdout (and in DIR/calibration.jsonl), a table 
 applies the rule (the largest gold_delta among candidates with gold_delta > 0 and frame_drift <= --max-drift; none:
 the default fresh start) and writes the chosen candidate with its `swerl dapo` flags to FILE. A bad input is one stderr
 line (exit 2 for the command line, 3 for records); a failed update exits 1 with dapo's last stderr line.
+`--rechoose OLD.json NEW.json [MAX_DRIFT]` applies today's rule to a recorded choice's candidates (no update runs).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.core.errors import SwerlError
+from swerl_cli.core.errors import InputError, SwerlError, UsageError
 
 DEFAULT_CANDIDATES = "eps=1e-8,eps=1e-6,eps=1e-4,eps=1e-2,carried,carried-v"
 
@@ -81,6 +82,8 @@ def run_update(args: argparse.Namespace, candidate: str, out: Path) -> dict[str,
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--rechoose"]:
+        return rechoose(argv[1:])
     args = parse(argv)
     from swerl_cli.core.model_dir import load_tokenizer
     from swerl_cli.training.probe import ProbeData
@@ -147,6 +150,21 @@ def write_choice(path: Path, rows: list[dict[str, Any]], inputs: dict[str, Any],
     tmp.write_text(json.dumps(rec, indent=1) + "\n")
     tmp.replace(path)
     print(f"dapo_calibrate: chose {rec['candidate']} ({rec['rule']}) -> {path}", file=sys.stderr)
+
+
+def rechoose(argv: list[str]) -> int:
+    """`--rechoose OLD.json NEW.json [MAX_DRIFT]`: the current rule applied to a recorded calibration's candidates,
+    without running them again (the record keeps OLD's inputs and names OLD)."""
+    if len(argv) not in (2, 3):
+        raise UsageError("usage: dapo_calibrate.py --rechoose OLD_CHOICE.json NEW_CHOICE.json [MAX_DRIFT]")
+    try:
+        old = json.loads(Path(argv[0]).read_text())
+        rows, inputs = old["candidates"], {**old["inputs"], "rechosen_from": argv[0]}
+        max_drift = float(argv[2]) if len(argv) == 3 else 1e-3
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(argv[0], None, None, f"not a calibration choice ({e})") from None
+    write_choice(Path(argv[1]), rows, inputs, max_drift)
+    return 0
 
 
 def table(rows: list[dict[str, Any]]) -> None:

@@ -140,9 +140,14 @@ def collect(run: Path) -> dict:
     for d in seeds:
         its = _iters(d)
         curves[d.name] = _curve(run, d, mutators)
-        last = next((k for k in reversed(its) if k and (d / f"iter-{k}" / "eval.json").is_file()), None)
-        if last is not None and (r := _row(f"DAPO-{last} ({d.name})", d / f"iter-{last}", mutators)):
-            rows.append(r)
+        # every evaluated DAPO checkpoint is a row (a run continued with more iterations keeps its earlier eval)
+        for k in its:
+            if (
+                k
+                and (d / f"iter-{k}" / "eval.json").is_file()
+                and (r := _row(f"DAPO-{k} ({d.name})", d / f"iter-{k}", mutators))
+            ):
+                rows.append(r)
     rft = next((r for r in rows if r["model"] == "RFT"), None)
     for r in rows:
         r.update(_submits(_records(Path(r["dir"]) / "eval-graded.jsonl")))
@@ -173,6 +178,8 @@ def collect(run: Path) -> dict:
         "settings": _load(run / "paper-mini-gain.json") or {},
         "split": _split(run),
         "calibration": _load(run / "calibration" / "choice.json"),
+        # the decision each seed's updates used (a later rule can be applied to the recorded candidates: --rechoose)
+        "choices": {d.name: _load(d / "choice.json") for d in seeds if (d / "choice.json").is_file()},
         "rows": rows,
         "curves": curves,
         "target": target,
@@ -270,6 +277,11 @@ def markdown(t: dict) -> str:
                 f"| {c['candidate']} | {_f(c.get('gold_delta'), '+.5f')} | {_f(c.get('gold_edit_delta'), '+.5f')} | "
                 f"{_f(c.get('frame_drift'), '.5f')} | {_f(ratio, '+.3f')} | {c.get('steps')} |"
             )
+    out += [""] if t.get("choices") else []
+    for name, ch in (t.get("choices") or {}).items():
+        again = (ch.get("inputs") or {}).get("rechosen_from")
+        note = f", applied to the candidates recorded in {again}" if again else ""
+        out.append(f"{name}'s updates: {ch['candidate']} ({ch['rule']}{note}); flags `{' '.join(ch['flags'])}`.")
     out += ["", "| stage | dir | wall s |", "|---|---|---|"]
     out += [f"| {st['stage']} | {st.get('dir', '')} | {st['wall_s']} |" for st in t["stages"]]
     out.append(f"| total | | {t['wall_s_total']} |")
