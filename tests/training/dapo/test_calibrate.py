@@ -116,6 +116,31 @@ def test_the_choice_rule_takes_the_largest_gain_within_the_drift_budget() -> Non
     assert "drifted" in choose([rows[2]])[1]
 
 
+def test_rechoose_applies_todays_rule_to_a_recorded_choice(tmp_path: Path) -> None:
+    """--rechoose: the recorded candidates under the current rule, no update run; a file that is not a choice is
+    one line, exit 3."""
+    rows = [
+        {"candidate": "eps=1e-8", "gold_delta": 0.0139, "frame_drift": 1.9e-5, "flags": ["--adam-eps", "1e-08"]},
+        {"candidate": "carried-v", "gold_delta": 0.0011, "frame_drift": 1.1e-6, "flags": ["--init-optimizer", "R"]},
+    ]
+    old = tmp_path / "choice.json"
+    old.write_text(json.dumps({"candidate": "carried-v", "flags": rows[1]["flags"], "rule": "ratio",
+                               "candidates": rows, "inputs": {"graded": "g.jsonl"}}))  # fmt: skip
+    script = [sys.executable, str(ROOT / "scripts" / "dapo_calibrate.py"), "--rechoose"]
+    p = subprocess.run([*script, str(old), str(tmp_path / "new.json")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    new = json.loads((tmp_path / "new.json").read_text())
+    assert (new["candidate"], new["flags"]) == ("eps=1e-8", ["--adam-eps", "1e-08"])
+    assert new["inputs"] == {"graded": "g.jsonl", "rechosen_from": str(old)}
+    p = subprocess.run([*script, str(old), str(tmp_path / "tight.json"), "1e-6"], capture_output=True, text=True)
+    assert p.returncode == 0 and json.loads((tmp_path / "tight.json").read_text())["candidate"] == "eps=1e-8"
+    assert "every gain drifted" in json.loads((tmp_path / "tight.json").read_text())["rule"]
+    (tmp_path / "bad.json").write_text("not json\n")
+    p = subprocess.run([*script, str(tmp_path / "bad.json"), str(tmp_path / "x.json")], capture_output=True, text=True)
+    assert p.returncode == 3 and len(p.stderr.strip().splitlines()) == 1 and "bad.json" in p.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_init_from_keeps_the_state_so_the_chosen_update_can_continue(tiny_model: Path, tmp_path: Path) -> None:
     """make paper-mini-gain's mode: --model without optimizer_state/ (the RFT weights), the moments from --init-from,
     the optimizer state on, so the candidate's checkpoint is the run's iteration-0 update with its state saved."""
