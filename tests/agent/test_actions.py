@@ -11,7 +11,7 @@ from swerl_cli.agent.prompts import fill, load_prompts
 from swerl_cli.agent.tools import parse_state, parse_text_action, parse_tool_calls, truncate
 from swerl_cli.collect import CollectConfig
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.policy import policy_class
+from swerl_cli.policy import BACKENDS
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.openai import parse_response
 from swerl_cli.policy.tokens import TokenBook, rebuild_sequence
@@ -158,5 +158,5 @@ def test_collect_config_errors_name_the_field(kwargs, match):
 
 def test_policy_registry_rejects_unknown_backend():
     with pytest.raises(ConfigError, match="unknown policy 'gpt'"):
-        policy_class("gpt")
-    assert policy_class("gold").__name__ == "GoldPolicy"
+        BACKENDS.cls("gpt")
+    assert BACKENDS.cls("gold").__name__ == "GoldPolicy"

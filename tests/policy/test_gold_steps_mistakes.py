@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from swerl_cli.policy import get_policy
+from swerl_cli.policy import create
 from swerl_cli.policy.base import EpisodeInfo, Sampling
 from swerl_cli.policy.gold_steps import has_mistake, picked
 from tests.conftest import EXAMPLES, ROOT, run_swerl
@@ -45,7 +45,7 @@ def _act_out(tmp_path: Path, task: dict, share: float) -> tuple[list[dict], list
         "SWERL_EDIT_CHECK": "syntax",
     }
     (tmp_path / "state").write_text("1\n")
-    policy = get_policy("gold-steps", gold_mistakes=share)
+    policy = create("gold-steps", gold_mistakes=share)
     episode = EpisodeInfo("m__m-1", 0, "t", task)
     messages: list[dict] = [{"role": "system", "content": "s"}, {"role": "user", "content": "fix m.py"}]
     masked = []
@@ -107,7 +107,7 @@ def test_no_share_no_mistake_and_the_share_is_stable():
     """--gold-mistakes 0 (the default) plays the plain steps; the episodes picked for a share are the same on every
     run and about that share of them."""
     patch = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x - 1\n+    return x + 1\n"
-    policy = get_policy("gold-steps")
+    policy = create("gold-steps")
     episode = EpisodeInfo("a", 0, "t", {"patch": patch})
     comp = asyncio.run(policy.acomplete([{"role": "assistant", "content": "x"}], Sampling(), episode=episode))
     assert "edit --file m.py 2:2 '    return x + 1'" in comp.text

@@ -10,7 +10,7 @@ import pytest
 from swerl_cli.collect import CollectConfig, build_policy, plan_jobs, run_jobs
 from swerl_cli.collect.policy import check_distributable, episode_policy
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.policy import BACKENDS, get_policy, register_policy
+from swerl_cli.policy import BACKENDS, create, register_policy
 from swerl_cli.policy.openai import OpenAIOptions, OpenAIPolicy
 from swerl_cli.policy.replay import ReplayOptions
 from swerl_cli.streams.jsonl import read_records
@@ -43,7 +43,7 @@ def test_collect_builds_each_backend_from_its_own_options():
     with pytest.raises(ConfigError, match="needs --replay FILE"):
         build_policy(CollectConfig(policy="replay"))
     with pytest.raises(ConfigError, match=r"unknown policy 'gpt'; choose one of openai, hf, vllm, gold, ") as info:
-        get_policy("gpt")
+        create("gpt")
     assert str(info.value).endswith(", ".join(BACKENDS))
 
 

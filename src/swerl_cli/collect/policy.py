@@ -9,7 +9,7 @@ from typing import Any
 
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.policy import PolicyBackend, get_policy, policy_class
+from swerl_cli.policy import BACKENDS, PolicyBackend, create
 
 
 def policy_options(cfg: CollectConfig) -> dict[str, Any]:
@@ -19,7 +19,7 @@ def policy_options(cfg: CollectConfig) -> dict[str, Any]:
 
 def build_policy(cfg: CollectConfig) -> PolicyBackend:
     """The backend `cfg.policy` names, configured from `cfg` and checked before any episode."""
-    return get_policy(cfg.policy, **policy_options(cfg))
+    return create(cfg.policy, **policy_options(cfg))
 
 
 def episode_policy(cfg: CollectConfig, instance_id: str, sample: int) -> PolicyBackend:
@@ -32,7 +32,7 @@ def episode_policy(cfg: CollectConfig, instance_id: str, sample: int) -> PolicyB
 
 def check_distributable(cfg: CollectConfig) -> str:
     """How the configured policy reaches workers (`ship` or `rebuild`); a one-line ConfigError if it cannot."""
-    mode = policy_class(cfg.policy).distributed
+    mode = BACKENDS.cls(cfg.policy).distributed
     if mode not in ("ship", "rebuild"):
         raise ConfigError(
             f"--policy {cfg.policy} runs the model inside this process and cannot run on a Ray cluster; serve the "

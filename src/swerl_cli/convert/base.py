@@ -9,38 +9,29 @@ records from `finish` once every file is read.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from swerl_cli.core.errors import InputError
+from swerl_cli.core.plugins import Options, Plugin
 
 
 @dataclass(frozen=True, slots=True)
-class ConverterConfig:
+class ConverterOptions(Options):
     """Options of `swerl convert` a converter reads: rewrite shell actions to swerl's format (`--actions swerl`)."""
 
     rewrite: bool = True
 
-    @classmethod
-    def from_options(cls, **options: Any) -> ConverterConfig:
-        """The config from command options; options it has no field for, and None values, are ignored."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in options.items() if k in names and v is not None})
 
+class Converter(Plugin):
+    """Base of every registered converter, built by `create(options)` from its `Options` (a `ConverterOptions`);
+    `name` is its `--from` value."""
 
-class Converter:
-    """Base of every registered converter; `name` is its `--from` value."""
-
-    name: ClassVar[str] = ""
     detect_rank: ClassVar[int | None] = 0
     whole_file: ClassVar[bool] = False
     document_suffixes: ClassVar[tuple[str, ...]] = ()
-    Config: ClassVar[type[ConverterConfig]] = ConverterConfig
-
-    def __init__(self, config: ConverterConfig | None = None) -> None:
-        self.config = config if config is not None else self.Config()
+    Options: ClassVar[type[ConverterOptions]] = ConverterOptions
 
     @classmethod
     def matches(cls, obj: Any) -> bool:

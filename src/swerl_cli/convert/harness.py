@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swerl_cli.convert.base import Converter, ConverterConfig
+from swerl_cli.convert.base import Converter, ConverterOptions
 from swerl_cli.convert.summary_ids import refusal, split_summary_id
 from swerl_cli.core.errors import InputError
 from swerl_cli.streams.records import GRADED, schema_tag, short_json
@@ -259,7 +259,7 @@ class HarnessRun:
 
 
 @dataclass(frozen=True, slots=True)
-class HarnessConfig(ConverterConfig):
+class HarnessOptions(ConverterOptions):
     """`--run` and `--model-name`: the run and model of the records when the files do not name them."""
 
     run: str | None = None
@@ -273,15 +273,15 @@ class SwebenchReport(Converter):
     detect_rank = None  # its documents are taken whole (`add`), never converted one object at a time
     whole_file = True
     document_suffixes = (".json",)
-    Config = HarnessConfig
+    Options = HarnessOptions
 
     @classmethod
     def matches(cls, obj: Any) -> bool:
         return matches(obj)
 
     def begin(self, paths: Iterable[str]) -> None:
-        assert isinstance(self.config, HarnessConfig)
-        self.harness = HarnessRun(self.config.run, self.config.model)
+        assert isinstance(self.options, HarnessOptions)
+        self.harness = HarnessRun(self.options.run, self.options.model)
         # a directory of harness logs also holds the run_instance.log of failed instances
         self.harness.roots.update((Path(p), None) for p in paths if Path(p).is_dir())
 

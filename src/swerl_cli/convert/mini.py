@@ -72,5 +72,5 @@ class MiniSweAgent(Converter):
             stats={"api_calls": ms.get("api_calls"), "cost_usd": ms.get("instance_cost")},
             model=model_cfg.get("model_name") if isinstance(model_cfg, dict) else None,
             source={"format": self.name, "file": path, "line": line, "version": obj.get("trajectory_format")},
-            rewrite=self.config.rewrite,
+            rewrite=self.options.rewrite,
         )

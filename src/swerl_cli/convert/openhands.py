@@ -144,5 +144,5 @@ class OpenHands(Converter):
                 "attempt": obj.get("attempt"),
                 "history": "v1" if v1 else "v0",
             },
-            rewrite=self.config.rewrite,
+            rewrite=self.options.rewrite,
         )

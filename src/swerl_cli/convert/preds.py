@@ -73,5 +73,5 @@ class Predictions(Converter):
             stats={},
             model=model,
             source={"format": self.name, "file": path, "line": line},
-            rewrite=self.config.rewrite,
+            rewrite=self.options.rewrite,
         )

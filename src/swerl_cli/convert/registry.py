@@ -1,6 +1,7 @@
 """The converter registry: `--from` name -> "module:Class" (a `Converter` of base.py), imported when chosen.
 
-Nothing outside a converter's module names it; a plugin or a test adds one with `register_converter`.
+Nothing outside a converter's module names it; a plugin or a test adds one with `register_converter`. `create`
+builds one from its own `Options` (`core/plugins.py`), `choices` lists them.
 """
 
 from __future__ import annotations
@@ -19,24 +20,29 @@ FORMATS = Registry(
         "sft": "swerl_cli.convert.sft:SftRows",
         "preds": "swerl_cli.convert.preds:Predictions",
         "swebench-report": "swerl_cli.convert.harness:SwebenchReport",
-    }
+    },
+    unknown="unknown format {name!r}; choose one of {choices}",
 )
 register_converter = FORMATS.register
 
 
-def converter_class(name: str) -> type[Converter]:
-    """The class registered as `name`; ConfigError naming the choices otherwise."""
-    cls: type[Converter] = FORMATS.load(name, f"unknown format {name!r}; choose one of {', '.join(FORMATS)}")
-    return cls
+def choices() -> list[str]:
+    """The registered formats, in registration order (`--from` also takes auto and swerl)."""
+    return FORMATS.choices()
+
+
+def create(name: str, **options: Any) -> Converter:
+    """The converter `name`, built from its own `Options` read by name from `options` (others, and None, ignored);
+    ConfigError naming the choices for an unknown name."""
+    converter: Converter = FORMATS.create(name, **options)
+    return converter
 
 
 def converters(fmt: str, **options: Any) -> list[Converter]:
-    """The converters a run uses, each with its own config from `options`: every registered one for `auto`
-    (in `--from auto`'s detection order), else the one named."""
-    names = list(FORMATS) if fmt == "auto" else [fmt]
-    classes = [converter_class(n) for n in names]
-    classes.sort(key=lambda c: (c.detect_rank is None, c.detect_rank or 0))
-    return [c(c.Config.from_options(**options)) for c in classes]
+    """The converters a run uses, each built by `create`: every registered one for `auto` (in `--from auto`'s
+    detection order), else the one named."""
+    active = [create(n, **options) for n in (choices() if fmt == "auto" else [fmt])]
+    return sorted(active, key=lambda c: (c.detect_rank is None, c.detect_rank or 0))
 
 
 def detect(obj: Any, candidates: list[Converter]) -> Converter | None:

@@ -55,5 +55,5 @@ class SftRows(Converter):
             stats={},
             model=obj.get("model") if isinstance(obj.get("model"), str) else None,
             source={"format": self.name, "file": path, "line": line},
-            rewrite=self.config.rewrite,
+            rewrite=self.options.rewrite,
         )

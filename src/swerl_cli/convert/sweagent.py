@@ -90,7 +90,7 @@ class SweAgent(Converter):
             },
             model=_model(cfg),
             source={"format": self.name, "file": path, "line": line},
-            rewrite=self.config.rewrite,
+            rewrite=self.options.rewrite,
         )
 
 

@@ -191,7 +191,7 @@ def _git(repo: Path, *args: str) -> str:
 def test_gold_steps_demo_is_readable_and_fixes_the_repo_through_the_editor(tmp_path: Path):
     """A two-block gold patch (one changed line, one inserted guard) becomes open/edit turns, bottom-up, then the
     failing test and submit; the commands, run through the real editor script, leave the fixed file."""
-    from swerl_cli.policy import policy_class
+    from swerl_cli.policy import BACKENDS
     from swerl_cli.policy.gold_steps import steps
 
     repo = tmp_path / "repo"
@@ -214,7 +214,7 @@ def test_gold_steps_demo_is_readable_and_fixes_the_repo_through_the_editor(tmp_p
         "submit",
     ]
     assert all("base64" not in c and "git apply" not in c for _, c in plan)
-    assert policy_class("gold-steps").__name__ == "GoldStepsPolicy"
+    assert BACKENDS.cls("gold-steps").__name__ == "GoldStepsPolicy"
     (repo / "tests" / "test_m.py").write_text(TESTS)
     (repo / "conftest.py").write_text("")
     tools = ROOT / "src" / "swerl_cli" / "agent" / "tools_bin" / "swerl_tools.py"

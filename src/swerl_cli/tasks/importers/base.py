@@ -8,10 +8,10 @@ hooks around the mapping.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from swerl_cli.core.plugins import Options, Plugin
 from swerl_cli.sandbox.gitops import patch_files
 from swerl_cli.streams.records import Located, Task, dict_at
 
@@ -21,30 +21,21 @@ TEST_LISTS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
 
 
 @dataclass(frozen=True, slots=True)
-class ImporterConfig:
+class ImporterOptions(Options):
     """Options of `swerl tasks import` an importer reads: the image rule's registry namespace (None: the
     format's own) and the repository path in the image when a row names none."""
 
     namespace: str | None = None
     workdir: str = "/testbed"
 
-    @classmethod
-    def from_options(cls, **options: Any) -> ImporterConfig:
-        """The config from command options; options it has no field for, and None values, are ignored."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in options.items() if k in names and v is not None})
 
+class Importer(Plugin):
+    """Base of every registered importer, built by `create(options)` from its `Options` (an `ImporterOptions`).
+    `name`: its `--dataset` value; `detect_rank`: where `--dataset auto` tries its `matches` (lower first; a
+    catch-all format ranks last)."""
 
-class Importer:
-    """Base of every registered importer. `name`: its `--dataset` value; `detect_rank`: where `--dataset auto`
-    tries its `matches` (lower first; a catch-all format ranks last)."""
-
-    name: ClassVar[str] = ""
     detect_rank: ClassVar[int] = 0
-    Config: ClassVar[type[ImporterConfig]] = ImporterConfig
-
-    def __init__(self, config: ImporterConfig | None = None) -> None:
-        self.config = config if config is not None else self.Config()
+    Options: ClassVar[type[ImporterOptions]] = ImporterOptions
 
     @classmethod
     def matches(cls, row: dict[str, Any]) -> bool:
@@ -90,7 +81,7 @@ class Importer:
         install = dict_at(row, "install_config")
         row["image"] = _str(loc, "image", row.get("image") or row.get("image_name") or row.get("docker_image")
                             or self.image_for(row, iid))  # fmt: skip
-        row["workdir"] = row.get("workdir") or self.config.workdir
+        row["workdir"] = row.get("workdir") or self.options.workdir
         test_patch = row.get("test_patch") or ""
         if not isinstance(test_patch, str):
             raise loc.error("test_patch", "expected string")

@@ -16,7 +16,7 @@ class SweGym(SweBench):
     namespace = "xingyaoww"
 
     def image_for(self, row: dict[str, Any], iid: str) -> Any:
-        return f"{self.config.namespace or self.namespace}/sweb.eval.x86_64.{iid.lower().replace('__', '_s_')}:latest"
+        return f"{self.options.namespace or self.namespace}/sweb.eval.x86_64.{iid.lower().replace('__', '_s_')}:latest"
 
     @classmethod
     def matches(cls, row: dict[str, Any]) -> bool:

@@ -47,7 +47,7 @@ class SweBench(Importer):
         return True
 
     def image_for(self, row: dict[str, Any], iid: str) -> Any:
-        return swebench_image(iid, self.config.namespace or self.namespace)
+        return swebench_image(iid, self.options.namespace or self.namespace)
 
     def uses_conda(self, image: str) -> bool:
         return image.split("/")[0] in CONDA_NAMESPACES
