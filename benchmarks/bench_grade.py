@@ -18,9 +18,11 @@ import orjson
 
 from swerl_cli.grading.grade import GradeConfig, grade_patch
 from swerl_cli.grading.jobs import grade_records
-from swerl_cli.sandbox import open_sandbox
+from swerl_cli.sandbox import create, open_sandbox
 from swerl_cli.sandbox.build import build_image
 from swerl_cli.streams.records import Located, Task
+
+DOCKER = create("docker")  # the default engine, built once as a command builds its backend
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -35,7 +37,7 @@ def _tasks() -> list[dict]:
 
 
 def _hold(task: Task, i: int) -> None:
-    with open_sandbox(task, run_id="bench-ramp", hygiene=False) as sb:
+    with open_sandbox(task, DOCKER, run_id="bench-ramp", hygiene=False) as sb:
         if sb.run(f"echo {i}").output != f"{i}\n":
             raise RuntimeError("bad output")
 
@@ -54,7 +56,7 @@ def main() -> None:
         raise RuntimeError("no example tasks (examples/tasks.jsonl)")
     tasks = [Task.from_json(Located("examples", i, r)) for i, r in enumerate(recs)]
     for t in tasks:
-        build_image(t)
+        build_image(t, DOCKER)
     overheads, tests = [], []
     for t in tasks:
         g = grade_patch(t, t.patch, GradeConfig(), "bench-overhead")

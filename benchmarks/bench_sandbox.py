@@ -11,10 +11,12 @@ import statistics
 import subprocess
 import time
 
-from swerl_cli.sandbox import open_sandbox
+from swerl_cli.sandbox import create, open_sandbox
 from swerl_cli.sandbox.docker import docker_client
 from swerl_cli.sandbox.gitops import hygiene_command
 from swerl_cli.streams.records import Task
+
+DOCKER = create("docker")  # the default engine, built once as a command builds its backend
 
 CMD = "echo hello"
 TASK = Task(
@@ -41,7 +43,7 @@ def _per_call(fn, n: int) -> float:
 def main() -> None:
     n = int(os.environ.get("SWERL_BENCH_SANDBOX_N", "300"))
     t0 = time.perf_counter()
-    with open_sandbox(TASK, run_id="bench-sandbox", hygiene=False) as sb:
+    with open_sandbox(TASK, DOCKER, run_id="bench-sandbox", hygiene=False) as sb:
         start_s = time.perf_counter() - t0
         cid = sb.container.id
         container = docker_client().containers.get(cid)

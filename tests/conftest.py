@@ -117,9 +117,9 @@ def _docker_reachable() -> bool:
 def _podman_reachable() -> bool:
     """podman's API socket answers (make setup starts `podman system service`)."""
     try:
-        from swerl_cli.sandbox import engine_client
+        from swerl_cli.sandbox import create, engine_client
 
-        engine_client("podman").ping()
+        engine_client(create("podman")).ping()
     except Exception:
         return False
     return True

@@ -11,6 +11,7 @@ from swerl_cli.agent.loop import AgentSettings, prepare_sandbox
 from swerl_cli.agent.tools import STATE_COMMAND, parse_state
 from swerl_cli.streams.jsonl import read_records
 from swerl_cli.streams.records import Task
+from tests.sandbox.engines import DOCKER
 
 pytestmark = pytest.mark.docker
 TOY = Path(__file__).resolve().parents[2] / "examples" / "toy-tasks.jsonl"
@@ -21,7 +22,7 @@ def box():
     from swerl_cli.sandbox import open_sandbox
 
     task = Task.from_json(next(read_records(str(TOY))))
-    with open_sandbox(task, run_id="test-agent-tools") as sb:
+    with open_sandbox(task, DOCKER, run_id="test-agent-tools") as sb:
         asyncio.run(prepare_sandbox(sb, AgentSettings(window=5)))
         sb.write_file("/tmp/ed/f.py", "".join(f"line{i}\n" for i in range(1, 13)))
         yield sb

@@ -15,11 +15,12 @@ from tests.conftest import EXAMPLES
 def test_images_of_queued_episodes_are_pulled_before_their_episodes_start(monkeypatch):
     from swerl_cli.collect import scheduler
     from swerl_cli.sandbox import images
+    from swerl_cli.sandbox.engine import DockerBackend
 
     events: list[tuple[str, str]] = []
     lock = threading.Lock()
 
-    def fake_pull(image: str, settings: object = None, client: object = None) -> str:
+    def fake_pull(self: DockerBackend, image: str) -> str:
         with lock:
             events.append(("pull", image))
         return "pulled"
@@ -30,13 +31,13 @@ def test_images_of_queued_episodes_are_pulled_before_their_episodes_start(monkey
         time.sleep(0.3)
         return MemorySandbox()
 
-    monkeypatch.setattr(images, "ensure_image", fake_pull)
+    monkeypatch.setattr(DockerBackend, "ensure_image", fake_pull)
     monkeypatch.setattr(scheduler, "start_job_sandbox", fake_start)
-    monkeypatch.setattr(images, "SETTINGS", images.ImageSettings(registry="mirror.local:5000/ns"))
     rows = [json.loads(line) for line in (EXAMPLES / "tasks.jsonl").read_text().splitlines()[:4]]
     for k, row in enumerate(rows):
         row["image"] = f"img-{k}:1"
-    cfg = CollectConfig(policy="gold", concurrency=1, prefetch=0, run="pull-ahead")
+    # the mirror is the backend's own option, read from collect's --registry when its config is built
+    cfg = CollectConfig(policy="gold", concurrency=1, prefetch=0, run="pull-ahead", registry="mirror.local:5000/ns")
     jobs = plan_jobs([Located("t", i + 1, r) for i, r in enumerate(rows)], cfg, set())
     out: list[dict] = []
     policy = ScriptedPolicy([command("submit", "Done.")] * 4)

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 from swerl_cli import policy, sandbox
-from swerl_cli.sandbox import DEFAULT_BACKEND, backend_class, choices
+from swerl_cli.sandbox import DEFAULT_BACKEND, backend_class, one_of
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "swerl_cli"
 # The same words meaning something else: validate's gold patch run, the vllm package's install line and config table.
@@ -43,5 +43,5 @@ def test_backends_say_what_callers_ask_instead_of_names() -> None:
     built_in = [n for n in sandbox.BACKENDS if not sandbox.BACKENDS[n].startswith("tests.")]
     assert built_in == ["docker", "podman", "local"]
     assert [n for n in built_in if backend_class(n).isolated] == ["docker", "podman"]
-    assert choices(built_in) == "docker, podman or local"
-    assert choices(["docker", "podman"]) == "docker or podman"
+    assert one_of(built_in) == "docker, podman or local"
+    assert one_of(["docker", "podman"]) == "docker or podman"

@@ -22,6 +22,7 @@ else:
     pytest.importorskip("ray")
 
 from tests.executor.cluster import Cluster
+from tests.sandbox.engines import DOCKER
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SWERL = [sys.executable, "-m", "swerl_cli"]
@@ -45,7 +46,7 @@ def example_tasks():
 
     lines = (EXAMPLES / "tasks.jsonl").read_bytes().splitlines()
     for i, line in enumerate(lines, 1):
-        build_image(Task.from_json(Located("tasks.jsonl", i, json.loads(line))))
+        build_image(Task.from_json(Located("tasks.jsonl", i, json.loads(line))), DOCKER)
     return EXAMPLES / "tasks.jsonl"
 
 

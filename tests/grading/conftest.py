@@ -8,6 +8,7 @@ import pytest
 from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES
 from tests.sandbox.conftest import toy, toy_t  # noqa: F401 - re-exported fixtures
+from tests.sandbox.engines import DOCKER
 
 
 @pytest.fixture(scope="session")
@@ -23,5 +24,5 @@ def example_tasks() -> list[dict]:
     if not tasks:
         pytest.skip("examples/tasks.jsonl is missing")
     for i, rec in enumerate(tasks):
-        build_image(Task.from_json(Located("examples", i + 1, rec)))
+        build_image(Task.from_json(Located("examples", i + 1, rec)), DOCKER)
     return tasks

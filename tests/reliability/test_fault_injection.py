@@ -25,6 +25,7 @@ from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES
 from tests.faults import FaultyServer
 from tests.records import jsonl
+from tests.sandbox.engines import DOCKER
 
 pytestmark = pytest.mark.docker
 BASE = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])  # greet: delete one line
@@ -42,7 +43,7 @@ TASKS, SAMPLES, SYNTHETIC = 6, 4, 176  # 24 collected episodes + 176 written tra
 def tasks() -> list[dict]:
     from swerl_cli.sandbox.build import build_image
 
-    build_image(Task.from_json(Located("examples", 1, BASE)))  # cached: instant after `make setup`
+    build_image(Task.from_json(Located("examples", 1, BASE)), DOCKER)  # cached: instant after `make setup`
     return [{**BASE, "instance_id": f"greet-{i}", "test_cmd": TEST_CMD} for i in range(TASKS)]
 
 

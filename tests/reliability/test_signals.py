@@ -19,6 +19,7 @@ from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES, run_swerl
 from tests.faults import FaultyServer
 from tests.records import jsonl
+from tests.sandbox.engines import DOCKER
 
 TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
 
@@ -27,7 +28,7 @@ TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
 def task() -> dict:
     from swerl_cli.sandbox.build import build_image
 
-    build_image(Task.from_json(Located("examples", 1, TASK)))  # cached by name: instant when `make setup` ran
+    build_image(Task.from_json(Located("examples", 1, TASK)), DOCKER)  # cached by name: instant when `make setup` ran
     return TASK
 
 

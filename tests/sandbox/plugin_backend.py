@@ -1,5 +1,5 @@
-"""A sandbox backend defined outside swerl (tests/sandbox/test_contract.py registers it as `scratch` and runs the
-contract suite on it): the two files "where to add a sandbox" touches are this module and one registration."""
+"""A sandbox backend defined outside swerl (tests/sandbox/conftest.py registers it as `scratch`; the contract suite,
+parametrized over the registry, runs on it unchanged): "where to add a sandbox" is this module and one registration."""
 
 from __future__ import annotations
 

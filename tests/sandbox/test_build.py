@@ -12,6 +12,7 @@ from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.build import build_image, image_status
 from swerl_cli.streams.records import Located, Task
+from tests.sandbox.engines import DOCKER
 from tests.sandbox.toy import ENV, make_repo, toy_task
 
 pytestmark = pytest.mark.docker
@@ -27,17 +28,17 @@ def test_built_image_has_only_its_recipe_label_and_a_large_setup_works(tmp_path,
     rec["setup"] = [*rec["setup"], f"echo {big} | wc -c > /big-setup-ran"]
     made_images.append(rec["image"])
     task = Task.from_json(Located("t", 1, rec))
-    assert build_image(task) == "built"
+    assert build_image(task, DOCKER) == "built"
     labels = subprocess.run(
         ["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", rec["image"]], capture_output=True, text=True
     ).stdout
     assert "swerl.setup" in labels
     for key in ("swerl.managed", "swerl.run", "swerl.pid", "swerl.instance"):
         assert key not in labels
-    with open_sandbox(task, run_id="pytest-build-big") as sb:
+    with open_sandbox(task, DOCKER, run_id="pytest-build-big") as sb:
         assert sb.run("cat /big-setup-ran").output.strip() == "300001"
         assert sb.run("ls /tmp/swerl-setup.sh 2>&1").exit_code != 0
-    assert build_image(task) == "cached"
+    assert build_image(task, DOCKER) == "cached"
 
 
 def test_cache_key_follows_the_base_image_id(tmp_path, made_images) -> None:
@@ -47,13 +48,13 @@ def test_cache_key_follows_the_base_image_id(tmp_path, made_images) -> None:
     rec = toy_task(tmp_path, _name("keyed"), dirty=False)
     made_images.append(rec["image"])
     task = Task.from_json(Located("t", 1, rec))
-    assert build_image(task, base_image=base) == "built"
-    assert image_status(task, base) == "ok"
+    assert build_image(task, DOCKER, base_image=base) == "built"
+    assert image_status(task, base, DOCKER) == "ok"
     cid = subprocess.run(["docker", "create", base, "true"], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run(["docker", "commit", "-c", "LABEL rebuilt=1", cid, base], capture_output=True, check=True)
     subprocess.run(["docker", "rm", cid], capture_output=True)
-    assert image_status(task, base) == "stale"  # same name, another image
-    assert build_image(task, base_image=base) == "built"
+    assert image_status(task, base, DOCKER) == "stale"  # same name, another image
+    assert build_image(task, DOCKER, base_image=base) == "built"
 
 
 @pytest.mark.parametrize("form", ["dir", "bundle"])
@@ -70,8 +71,8 @@ def test_repository_from_a_local_directory_or_bundle(tmp_path, made_images, form
     rec.update(info, setup=[], repo_source=source)
     made_images.append(rec["image"])
     task = Task.from_json(Located("t", 1, rec))
-    assert build_image(task, allowed_sources=[tmp_path]) == "built"
-    with open_sandbox(task, run_id=f"pytest-build-{form}") as sb:
+    assert build_image(task, DOCKER, allowed_sources=[tmp_path]) == "built"
+    with open_sandbox(task, DOCKER, run_id=f"pytest-build-{form}") as sb:
         assert sb.run("git rev-parse HEAD").output.strip() == info["base_commit"]
         assert sb.run("git log --all --oneline | wc -l").output.strip() == "1"
         assert sb.run("grep -c FIXED-MARKER calc.py").output.strip() == "0"
@@ -128,11 +129,11 @@ def test_repository_from_a_url_is_fetched_inside_the_build_container(tmp_path, m
         made_images.append(rec["image"])
         task = Task.from_json(Located("t", 1, rec))
         with pytest.raises(SandboxError, match="needs --network host"):
-            build_image(task)
-        assert build_image(task, network=True) == "built"
+            build_image(task, DOCKER)
+        assert build_image(task, DOCKER, network=True) == "built"
     finally:
         daemon.terminate()
         daemon.wait(10)
-    with open_sandbox(task, run_id="pytest-build-url") as sb:
+    with open_sandbox(task, DOCKER, run_id="pytest-build-url") as sb:
         assert sb.run("git rev-parse HEAD").output.strip() == info["base_commit"]
         assert sb.run("git log --all --oneline | wc -l").output.strip() == "1"

@@ -1,10 +1,13 @@
-"""The sandbox contract, one suite over every backend: docker and podman (real engines), local, and a backend a
-test module registers (tests/sandbox/plugin_backend.py). Framing, exit codes, timeouts, output cap, persistence,
-and for the engines limits, labels, cleanup on exceptions and signals, prune, and kills from outside."""
+"""The sandbox contract, one suite over the registry itself (`swerl_cli.sandbox.choices()`): docker and podman (real
+engines), local, and any backend registered from outside (tests/sandbox/conftest.py registers
+tests/sandbox/plugin_backend.py as `scratch`; this file names none of them). Framing, exit codes, timeouts, output
+cap, persistence, and for the image backends limits, labels, cleanup on exceptions and signals, prune, and kills
+from outside. A backend whose engine does not answer here is skipped with the engine's own reason."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,35 +17,70 @@ from pathlib import Path
 import pytest
 
 from swerl_cli.core.errors import SandboxError
-from swerl_cli.sandbox import SandboxLimits, get_backend, open_sandbox, register_backend
+from swerl_cli.sandbox import SandboxBackend, SandboxLimits, backend_class, choices, create, open_sandbox
 from swerl_cli.streams.records import Located, Task
 from tests.conftest import containers
 from tests.sandbox.toy import toy_task
 
-register_backend("scratch", "tests.sandbox.plugin_backend:ScratchBackend")  # the "where to add" proof
-
-ENGINES = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("podman", marks=pytest.mark.podman)]
-ALL = [*ENGINES, "local", "scratch"]
+MARKED = {"docker", "podman"}  # backends whose engine has a marker of its own (tests/conftest.py probes it once)
 
 
-def started(kind: str, request: pytest.FixtureRequest, tmp: Path) -> tuple[Task, dict]:
-    """The toy task for backend `kind` and the options its sandbox needs."""
-    if kind in ("docker", "podman"):
-        return request.getfixturevalue("toy_t" if kind == "docker" else "toy_podman"), {}
-    return Task.from_json(Located("t", 1, toy_task(tmp, "unused"))), {"repo_dir": str(tmp / "repo")}
+def _param(name: str) -> object:
+    return pytest.param(name, marks=getattr(pytest.mark, name)) if name in MARKED else name
+
+
+ALL = [_param(n) for n in choices()]
+# Image backends (containers): the engine's CLI, named like the backend, inspects what the sandbox left behind.
+ENGINES = [_param(n) for n in choices() if backend_class(n).uses_images]
+
+
+def _backend(kind: str, tmp: Path) -> SandboxBackend:
+    """`kind` built as a command builds it (a backend without images clones from `tmp`), or a skip saying why no
+    sandbox of it can start on this machine."""
+    backend = create(kind, repo_dir=str(tmp / "repo"))
+    why = backend.unavailable()
+    if why is not None:
+        pytest.skip(f"sandbox backend {kind!r} is not available here: {why}")
+    if backend.uses_images and shutil.which(kind) is None:
+        pytest.skip(f"no {kind} CLI to inspect the {kind} backend's containers")
+    return backend
+
+
+def started(kind: str, request: pytest.FixtureRequest, tmp: Path) -> tuple[Task, SandboxBackend]:
+    """The toy task for backend `kind` and the backend: an image backend gets the toy image built in its engine
+    (cached by name), another one a toy repository to clone."""
+    backend = _backend(kind, tmp)
+    if not backend.uses_images:
+        return Task.from_json(Located("t", 1, toy_task(tmp, "unused"))), backend
+    from swerl_cli.sandbox.build import build_image
+
+    task = request.getfixturevalue("toy_t")
+    build_image(task, backend, hygiene=False)
+    return task, backend
 
 
 @pytest.fixture(scope="module", params=ALL)
 def sb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    task, opts = started(request.param, request, tmp_path_factory.mktemp(request.param))
+    task, backend = started(request.param, request, tmp_path_factory.mktemp(request.param))
     limits = SandboxLimits(output_cap_bytes=1000)
-    with open_sandbox(task, backend=request.param, run_id="pytest-sandbox", limits=limits, **opts) as box:
+    with open_sandbox(task, backend, run_id="pytest-sandbox", limits=limits) as box:
         yield box
 
 
 @pytest.fixture
-def engine_toy(request: pytest.FixtureRequest) -> Task:
-    return started(request.node.callspec.params["kind"], request, Path("/nonexistent"))[0]
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Task, SandboxBackend]:
+    """The toy task in the image backend of the test's `kind` parameter, and that backend."""
+    return started(request.node.callspec.params["kind"], request, tmp_path)
+
+
+@pytest.fixture
+def engine_toy(engine: tuple[Task, SandboxBackend]) -> Task:
+    return engine[0]
+
+
+@pytest.fixture
+def backend(engine: tuple[Task, SandboxBackend]) -> SandboxBackend:
+    return engine[1]
 
 
 def test_run_output_exact_without_trailing_newline(sb) -> None:
@@ -117,11 +155,13 @@ def test_exit_in_command_restarts_shell_keeping_cwd(sb) -> None:
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_container_killed_from_outside_is_an_error_not_a_fresh_shell(kind: str, engine_toy: Task) -> None:
+def test_container_killed_from_outside_is_an_error_not_a_fresh_shell(
+    kind: str, engine_toy: Task, backend: SandboxBackend
+) -> None:
     """A `docker kill` between commands used to restart the shell and report the next command as exit 137 with no
     output, which the agent saw as "ran successfully": a killed sandbox ended as a scored (0) episode. podman closes
     the attach stream with the container, and its event log (read its own way) names the kill but not the signal."""
-    with open_sandbox(engine_toy, backend=kind, run_id="pytest-killed") as box:
+    with open_sandbox(engine_toy, backend, run_id="pytest-killed") as box:
         assert box.run("kill -9 $$").exit_code == 137  # the agent killing its own shell: a fresh one, as before
         assert box.run("echo alive").output == "alive\n"
         subprocess.run([kind, "kill", box.cid], check=True, capture_output=True)
@@ -140,9 +180,9 @@ def test_diff_includes_new_files_and_excludes_test_files(sb) -> None:
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_container_has_limits_labels_and_no_network(kind: str, engine_toy: Task) -> None:
+def test_container_has_limits_labels_and_no_network(kind: str, engine_toy: Task, backend: SandboxBackend) -> None:
     lim = SandboxLimits(memory_mb=256, cpus=0.5, pids=64)
-    with open_sandbox(engine_toy, backend=kind, run_id="pytest-limits", limits=lim) as box:
+    with open_sandbox(engine_toy, backend, run_id="pytest-limits", limits=lim) as box:
         attrs = box.container.attrs
         assert box.run("ls /sys/class/net").output.split() == ["lo"]
         assert box.run("cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max").output == "64\n"
@@ -157,11 +197,11 @@ def test_container_has_limits_labels_and_no_network(kind: str, engine_toy: Task)
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_container_removed_on_exception(kind: str, engine_toy: Task) -> None:
+def test_container_removed_on_exception(kind: str, engine_toy: Task, backend: SandboxBackend) -> None:
     seen = []
 
     def body() -> None:
-        with open_sandbox(engine_toy, backend=kind, run_id="pytest-exc"):
+        with open_sandbox(engine_toy, backend, run_id="pytest-exc"):
             seen.extend(containers("swerl.run=pytest-exc", kind))
             raise RuntimeError("boom")
 
@@ -181,9 +221,9 @@ def test_container_removed_on_signal(kind: str, engine_toy: Task, tmp_path, sig:
     script = textwrap.dedent(f"""
         import orjson, sys, time
         from swerl_cli.streams.records import Located, Task
-        from swerl_cli.sandbox import open_sandbox
+        from swerl_cli.sandbox import create, open_sandbox
         t = Task.from_json(Located("t", 1, orjson.loads(open({str(tmp_path / "task.json")!r}, "rb").read())))
-        with open_sandbox(t, backend={kind!r}, run_id="pytest-sig-{int(sig)}", hygiene=False) as sb:
+        with open_sandbox(t, create({kind!r}), run_id="pytest-sig-{int(sig)}", hygiene=False) as sb:
             print("ready", flush=True)
             sb.run("sleep 60", timeout_s=120)
     """)
@@ -198,8 +238,7 @@ def test_container_removed_on_signal(kind: str, engine_toy: Task, tmp_path, sig:
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_prune_removes_by_run_label(kind: str, engine_toy: Task) -> None:
-    backend = get_backend(kind)
+def test_prune_removes_by_run_label(kind: str, engine_toy: Task, backend: SandboxBackend) -> None:
     box = backend.start(engine_toy, None, "pytest-prune", None)
     other = backend.start(engine_toy, None, "pytest-prune-other", None)
     try:
@@ -212,8 +251,7 @@ def test_prune_removes_by_run_label(kind: str, engine_toy: Task) -> None:
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_prune_stale_keeps_live_owners_sandboxes(kind: str, engine_toy: Task) -> None:
-    backend = get_backend(kind)
+def test_prune_stale_keeps_live_owners_sandboxes(kind: str, engine_toy: Task, backend: SandboxBackend) -> None:
     run = f"pytest-stale-{os.getpid()}"  # unique: two suites on one engine must not count each other's
     live = backend.start(engine_toy, None, run, None)  # owned by this (live) process
     dead_owner = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -230,18 +268,20 @@ def test_prune_stale_keeps_live_owners_sandboxes(kind: str, engine_toy: Task) ->
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_prune_survives_a_container_removed_between_list_and_remove(kind: str, engine_toy: Task) -> None:
+def test_prune_survives_a_container_removed_between_list_and_remove(
+    kind: str, engine_toy: Task, backend: SandboxBackend
+) -> None:
     """The race of a grader pruning stale sandboxes while the collector beside it in the pipe closes its own:
     the engine lists a container that is gone a moment later. Pruning skips it and removes the rest."""
     from swerl_cli.sandbox import engine_client
     from swerl_cli.sandbox.engine import prune_containers
 
     run = f"pytest-race-{os.getpid()}"
-    client = engine_client(kind)
+    client = engine_client(backend)
     listed = client.api.containers
     gone = {"Id": "f" * 64, "Names": ["/swerl-gone-already"], "Labels": {"swerl.managed": "1", "swerl.run": run}}
     client.api.containers = lambda *a, **k: [gone, *listed(*a, **k)]
-    box = get_backend(kind).start(engine_toy, None, run, None)
+    box = backend.start(engine_toy, None, run, None)
     try:
         removed = prune_containers(client, run)
         assert len(removed) == 1
@@ -252,8 +292,8 @@ def test_prune_survives_a_container_removed_between_list_and_remove(kind: str, e
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_missing_image_is_one_line_sandbox_error(kind: str, engine_toy: Task) -> None:
+def test_missing_image_is_one_line_sandbox_error(kind: str, engine_toy: Task, backend: SandboxBackend) -> None:
     bad = Task(**{**{k: getattr(engine_toy, k) for k in Task._REQUIRED}, "image": "swerl-no-such:x"})
     with pytest.raises(SandboxError, match="could not pull swerl-no-such:x from docker.io"):
-        open_sandbox(bad, backend=kind, run_id="pytest-missing").__enter__()
+        open_sandbox(bad, backend, run_id="pytest-missing").__enter__()
     assert containers("swerl.run=pytest-missing", kind) == []

@@ -10,6 +10,7 @@ from swerl_cli.sandbox import SandboxLimits, open_sandbox
 from swerl_cli.sandbox.docker import ROOT_CAPS
 from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES
+from tests.sandbox.engines import DOCKER
 
 pytestmark = pytest.mark.docker
 CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6, "SETUID": 7}
@@ -22,7 +23,7 @@ def task() -> Task:
     t = Task.from_json(
         Located("examples", 1, orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0]))
     )
-    build_image(t)
+    build_image(t, DOCKER)
     return t
 
 
@@ -33,7 +34,7 @@ def _status(sb) -> dict[str, str]:
 
 
 def test_default_episode_user_is_unprivileged_and_owns_the_work_tree(task: Task) -> None:
-    with open_sandbox(task, run_id="pytest-hardening") as sb:
+    with open_sandbox(task, DOCKER, run_id="pytest-hardening") as sb:
         st = _status(sb)
         assert st["uid"] == "1000"
         assert int(st["CapEff"], 16) == 0
@@ -46,7 +47,7 @@ def test_default_episode_user_is_unprivileged_and_owns_the_work_tree(task: Task)
 
 
 def test_sandbox_user_root_is_explicit_with_reduced_capabilities(task: Task) -> None:
-    with open_sandbox(task, limits=SandboxLimits(user="root"), run_id="pytest-hardening") as sb:
+    with open_sandbox(task, DOCKER, limits=SandboxLimits(user="root"), run_id="pytest-hardening") as sb:
         st = _status(sb)
         assert st["uid"] == "0"
         assert int(st["CapEff"], 16) == sum(1 << CAP_BITS[c] for c in ROOT_CAPS)  # no NET_RAW, MKNOD, SYS_CHROOT...

@@ -6,6 +6,7 @@ import pytest
 
 from swerl_cli.sandbox import SandboxLimits, open_sandbox
 from swerl_cli.streams.records import Task
+from tests.sandbox.engines import DOCKER
 
 pytestmark = pytest.mark.docker
 
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.docker
 @pytest.fixture(scope="module")
 def fix_blob(toy_t: Task) -> str:
     """The blob id of calc.py after the fix, computed in a container without hygiene (where it does exist)."""
-    with open_sandbox(toy_t, run_id="pytest-hyg-raw", hygiene=False) as sb:
+    with open_sandbox(toy_t, DOCKER, run_id="pytest-hyg-raw", hygiene=False) as sb:
         assert sb.run("git log --all --oneline | grep -c 'the fix'").output.strip() == "1"  # the image is dirty
         blob = sb.run("git rev-parse v-fix:calc.py").output.strip()
         assert sb.run(f"git cat-file -e {blob}").exit_code == 0
@@ -21,7 +22,7 @@ def fix_blob(toy_t: Task) -> str:
 
 
 def test_episode_repo_holds_nothing_past_base_commit(toy_t: Task, fix_blob: str) -> None:
-    with open_sandbox(toy_t, run_id="pytest-hyg") as sb:
+    with open_sandbox(toy_t, DOCKER, run_id="pytest-hyg") as sb:
         assert sb.run("git rev-parse HEAD").output.strip() == toy_t.base_commit
         assert sb.run("git log --all --format=%H").output.split() == [toy_t.base_commit]
         assert sb.run("git reflog --all").output == ""
@@ -36,7 +37,7 @@ def test_episode_repo_holds_nothing_past_base_commit(toy_t: Task, fix_blob: str)
 
 
 def test_fix_and_test_patch_are_nowhere_in_the_container(toy_t: Task) -> None:
-    with open_sandbox(toy_t, run_id="pytest-hyg-grep") as sb:
+    with open_sandbox(toy_t, DOCKER, run_id="pytest-hyg-grep") as sb:
         res = sb.run(
             "grep -rIl --exclude-dir=proc --exclude-dir=sys -e FIXED-MARKER-7f3a -e test_add_param / "
             "2>/dev/null | grep -v '^/usr/lib' ; true",
@@ -48,7 +49,7 @@ def test_fix_and_test_patch_are_nowhere_in_the_container(toy_t: Task) -> None:
 def test_second_start_of_a_cleaned_repo_takes_the_fast_path(toy_t: Task) -> None:
     from swerl_cli.sandbox.gitops import hygiene_command
 
-    with open_sandbox(toy_t, run_id="pytest-hyg-fast") as sb:
+    with open_sandbox(toy_t, DOCKER, run_id="pytest-hyg-fast") as sb:
         assert sb.run(hygiene_command(toy_t.base_commit)).output.strip() == "fast"
         sb.run("git tag sneaky")  # any change to refs invalidates the fingerprint
         assert sb.run(hygiene_command(toy_t.base_commit)).output.strip() == "cleaned"
@@ -74,7 +75,7 @@ def test_hygiene_cleans_an_ordinary_clone_with_keep_packs_config_alternates_stas
 ) -> None:
     from swerl_cli.sandbox.gitops import hygiene_check_command, hygiene_command
 
-    with open_sandbox(toy_t, run_id="pytest-hyg-clone", hygiene=False, limits=AS_ROOT) as sb:
+    with open_sandbox(toy_t, DOCKER, run_id="pytest-hyg-clone", hygiene=False, limits=AS_ROOT) as sb:
         assert sb.run(DIRTY_CLONE, timeout_s=120).exit_code == 0
         sb.run("cd /work/c")
         assert sb.run("git symbolic-ref refs/remotes/origin/HEAD").output.strip() == "refs/remotes/origin/main"

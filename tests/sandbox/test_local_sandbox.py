@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.sandbox import open_sandbox
+from swerl_cli.sandbox import create, open_sandbox
 from swerl_cli.streams.records import Located, Task
 from tests.sandbox.toy import make_repo, toy_task
 
@@ -20,7 +20,7 @@ def test_local_sandbox_runs_in_a_clean_clone(local_task: Task, tmp_path, capfd, 
     from swerl_cli.sandbox import local
 
     monkeypatch.setattr(local, "_warned", False)
-    with open_sandbox(local_task, backend="local", repo_dir=str(tmp_path / "repo")) as sb:
+    with open_sandbox(local_task, create("local", repo_dir=str(tmp_path / "repo"))) as sb:
         assert sb.run("git log --all --format=%H; git tag; git stash list").output.split() == [local_task.base_commit]
         assert "FIXED-MARKER" not in sb.run("cat calc.py").output
         sb.run("cd tests && export V=5")
@@ -38,7 +38,10 @@ def test_local_sandbox_runs_in_a_clean_clone(local_task: Task, tmp_path, capfd, 
 
 
 def test_local_sandbox_needs_repo_dir(local_task: Task) -> None:
-    with pytest.raises(ConfigError, match="--repo-dir"), open_sandbox(local_task, backend="local"):
+    backend = create("local")
+    with pytest.raises(ConfigError, match="--repo-dir"):
+        backend.check_ready()  # what a command asks before its first episode
+    with pytest.raises(ConfigError, match="--repo-dir"), open_sandbox(local_task, backend):
         pass
 
 

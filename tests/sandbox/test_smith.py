@@ -14,6 +14,7 @@ from swerl_cli.sandbox import open_sandbox
 from swerl_cli.sandbox.build import build_image
 from swerl_cli.streams.records import Located, Task
 from swerl_cli.tasks.importers import import_row, reverse_patch
+from tests.sandbox.engines import DOCKER
 from tests.sandbox.toy import CALC_FIXED, F2P, P2P, TEST_CMD, toy_task
 
 pytestmark = pytest.mark.docker
@@ -28,7 +29,7 @@ def test_smith_row_without_base_commit_runs_offline_and_hides_the_code_before_th
         "cd /testbed && git add -A && git -c user.name=t -c user.email=t@t commit -qm upstream",
     ]
     try:
-        build_image(Task.from_json(Located("env", 1, env)), hygiene=False)
+        build_image(Task.from_json(Located("env", 1, env)), DOCKER, hygiene=False)
         row = {
             "instance_id": "toy__calc.0123abcd.func_pm_op_swap__x1",
             "repo": "swesmith/toy__calc.0123abcd",
@@ -41,7 +42,7 @@ def test_smith_row_without_base_commit_runs_offline_and_hides_the_code_before_th
         }
         task = Task.from_json(Located("smith", 1, import_row(Located("smith.jsonl", 1, row))))
         assert (task.base_commit, task.extra["patch_kind"]) == ("HEAD", "bug")
-        with open_sandbox(task, run_id="pytest-smith") as sb:
+        with open_sandbox(task, DOCKER, run_id="pytest-smith") as sb:
             assert "a - b" in sb.run("cat calc.py").output  # the bug is there
             assert sb.run("git log --all --oneline | wc -l").output.strip() == "1"
             fixed_blob = hashlib.sha1(f"blob {len(CALC_FIXED)}\0{CALC_FIXED}".encode()).hexdigest()

@@ -1,4 +1,5 @@
-"""The job options (task images and Ray) of collect, grade, tasks validate and tasks pull, and what applies them.
+"""The job options (task images and Ray) of collect, grade, tasks validate and tasks pull, and where image progress
+goes.
 
 They are the fields of `executor.JobSettings`, declared there with their help: a config that extends it gets them
 as flags through `config_options`; a command that takes one alone uses the option built here from the same field.
@@ -30,22 +31,7 @@ def resolve_job_config(cls: type[C], config: str | None, flags: Flags | None) ->
     return resolve_config(cls, config, **{**flags, "ray": ray_address(flags.get("ray"))})
 
 
-def apply_images(cfg: Any, command: str) -> None:
-    """Set the process-wide image settings from a config with registry, pull and image_budget_gb fields."""
-    from swerl_cli.sandbox import images
-
-    images.configure(
-        registry=cfg.registry,
-        pull=cfg.pull,
-        budget_gb=cfg.image_budget_gb,
-        log=lambda msg: err_console.print(f"swerl {command}: {msg}"),
-    )
-
-
-def worker_images(cfg: Any) -> Any:
-    """The same image settings for the workers of a cluster (`--ray`): run there before each job."""
-    import functools
-
-    from swerl_cli.sandbox import images
-
-    return functools.partial(images.configure, registry=cfg.registry, pull=cfg.pull, budget_gb=cfg.image_budget_gb)
+def report_images(cfg: Any, command: str) -> None:
+    """The config's sandbox backend reports its image pulls and evictions on stderr, one line each (on this
+    machine: a cluster's workers get the backend without it)."""
+    cfg.sandbox_backend.log = lambda msg: err_console.print(f"swerl {command}: {msg}")

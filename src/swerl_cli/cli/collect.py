@@ -9,7 +9,7 @@ import typer
 
 from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUT, boundary, err_console
 from swerl_cli.cli._flags import Flags, config_options
-from swerl_cli.cli._images import apply_images, resolve_job_config, worker_images
+from swerl_cli.cli._images import report_images, resolve_job_config
 from swerl_cli.collect.config import CollectConfig
 
 
@@ -31,7 +31,7 @@ def _collect(
     from swerl_cli.streams.stdio import engine_output_to_stderr
 
     cfg = resolve_job_config(CollectConfig, config, flags)
-    apply_images(cfg, "collect")
+    report_images(cfg, "collect")
     # An engine's processes (vLLM's engine core and workers, Ray's) print to descriptor 1: it points at stderr for
     # the whole run, and records go to the real stdout through a private descriptor.
     with engine_output_to_stderr():
@@ -53,7 +53,7 @@ def _run(cfg: CollectConfig, input: str, output: str | None, resume: bool) -> tu
         from swerl_cli.collect.distributed import check_distributable, run_jobs_on
 
         check_distributable(cfg)
-        executor = open_executor(cfg.ray, cfg.concurrency, cfg.placement(), setup=worker_images(cfg))
+        executor = open_executor(cfg.ray, cfg.concurrency, cfg.placement())
     failures = RowFailures()
     with open_output(output, "append", resume=resume, inputs=inputs) as out:
         # Every task is validated and the policy configured before the first record: bad input loses nothing.

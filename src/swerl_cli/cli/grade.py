@@ -9,7 +9,7 @@ import typer
 
 from swerl_cli.cli._common import APPEND_OUTPUT, CONFIG, INPUTS, boundary, check_output_target, err_console
 from swerl_cli.cli._flags import Flags, config_options
-from swerl_cli.cli._images import apply_images, resolve_job_config, worker_images
+from swerl_cli.cli._images import report_images, resolve_job_config
 from swerl_cli.executor import node_label, open_executor
 from swerl_cli.grading.grade import GradeConfig
 from swerl_cli.grading.jobs import grade_records, load_tasks
@@ -47,7 +47,7 @@ def _grade(
     flags: Flags | None = None,
 ) -> None:
     cfg = resolve_job_config(GradeConfig, config, flags)
-    apply_images(cfg, "grade")
+    report_images(cfg, "grade")
     task_map = load_tasks(read_rows(tasks)) if tasks else None
     summary = GradeSummary()
     skipped: list[str] = []
@@ -56,7 +56,7 @@ def _grade(
         check_output_target("--report", report)
         refuse_own_input("--report", report, [*inputs, *([tasks] if tasks else []), *([output] if output else [])])
     # The cluster is joined before the output is touched: an unreachable one writes nothing.
-    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-grade", setup=worker_images(cfg))
+    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-grade")
     failures = RowFailures()
     with open_output(output, "append", resume=resume, inputs=[*(inputs or ["-"]), *([tasks] if tasks else [])]) as out:
         for loc in out.previous():

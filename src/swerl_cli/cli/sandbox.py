@@ -8,7 +8,7 @@ import typer
 
 from swerl_cli.cli._common import boundary, err_console
 from swerl_cli.cli._images import RAY
-from swerl_cli.sandbox import DEFAULT_BACKEND, choices
+from swerl_cli.sandbox import DEFAULT_BACKEND, one_of
 
 app = typer.Typer(help="Manage sandbox containers.", no_args_is_help=True)
 
@@ -30,21 +30,22 @@ def _prune(
         bool, typer.Option("--stale", help="Only containers whose owning swerl process is gone (safe during runs).")
     ] = False,
     ray: RAY = None,
-    sandbox: Annotated[str, typer.Option(help=f"Sandbox backend whose leftovers go: {choices()}.")] = DEFAULT_BACKEND,
+    sandbox: Annotated[str, typer.Option(help=f"Sandbox backend whose leftovers go: {one_of()}.")] = DEFAULT_BACKEND,
 ) -> None:
     import functools
 
     from swerl_cli.executor import node_label, open_executor, ray_address
-    from swerl_cli.sandbox import backend_class, prune
+    from swerl_cli.sandbox import create
 
-    backend_class(sandbox)  # an unknown name is a usage error before any node is asked
+    backend = create(sandbox)  # an unknown name is a usage error before any node is asked
+    prune = functools.partial(backend.prune, run, stale_only=stale)  # picklable: what every node runs
     address = ray_address(ray)
     if not address:
-        removed = prune(sandbox, run, stale)
+        removed = prune()
         err_console.print(f"swerl sandbox prune: removed {len(removed)} container(s)")
         return
     executor = open_executor(address, 1)
-    nodes = executor.on_every_node(functools.partial(prune, sandbox, run, stale))
+    nodes = executor.on_every_node(prune)
     executor.close()
     for node in nodes:
         err_console.print(f"swerl sandbox prune: node {node_label(node.node)}: removed {len(node.value)} container(s)")

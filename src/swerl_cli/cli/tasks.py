@@ -10,7 +10,7 @@ import typer
 from swerl_cli.cli import tasks_mine, tasks_pull, tasks_synth
 from swerl_cli.cli._common import CONFIG, INPUTS, OUTPUT, boundary, err_console
 from swerl_cli.cli._flags import Flags, config_options
-from swerl_cli.cli._images import apply_images, job_fields, resolve_job_config, worker_images
+from swerl_cli.cli._images import job_fields, report_images, resolve_job_config
 from swerl_cli.grading.config import GradeConfig
 from swerl_cli.sandbox import DEFAULT_BACKEND
 from swerl_cli.streams.jsonl import read_many
@@ -92,16 +92,18 @@ def _build(
     sandbox: Annotated[str, typer.Option(help="Engine the images are built in: docker or podman.")] = DEFAULT_BACKEND,
 ) -> None:
     from swerl_cli.core.errors import RowsFailedError, UsageError
+    from swerl_cli.sandbox import create
     from swerl_cli.sandbox.build import check_base
 
     if network not in ("none", "host"):
         raise UsageError(f"--network must be none or host; got {network!r}")
+    engine = create(sandbox)  # the one backend every row is built in
     rows = list(read_many(inputs or []))  # a file that is not JSON Lines stops here, before any build
-    check_base(base, sandbox)  # no engine or no base image: the run's failure (exit 1), not every row's
+    check_base(base, engine)  # no engine or no base image: the run's failure (exit 1), not every row's
     failed: list[str] = []
     seen: set[str] = set()
     for i, loc in enumerate(rows, 1):
-        result = _build_row(loc, seen, base, network == "host", force, verbose, allow_source or [], sandbox)
+        result = _build_row(loc, seen, base, network == "host", force, verbose, allow_source or [], engine)
         err_console.print(f"[{i}/{len(rows)}] {result}")
         if result.startswith("FAILED"):
             failed.append(result.removeprefix("FAILED "))
@@ -111,7 +113,7 @@ def _build(
 
 
 def _build_row(
-    loc: Any, seen: set[str], base: str, network: bool, force: bool, verbose: bool, allow: list[str], sandbox: str
+    loc: Any, seen: set[str], base: str, network: bool, force: bool, verbose: bool, allow: list[str], engine: Any
 ) -> str:
     """Build one row's image: '<image>: built|cached|same image as an earlier row', or 'FAILED <why>'."""
     from swerl_cli.core.errors import InputError, SandboxError
@@ -129,9 +131,7 @@ def _build_row(
             return f"{task.image}: same image as an earlier row"
         seen.add(task.image)
         log = err_console.print if verbose else None
-        built = build_image(
-            task, base_image=base, network=network, force=force, log=log, allowed_sources=allow, sandbox=sandbox
-        )
+        built = build_image(task, engine, base_image=base, network=network, force=force, log=log, allowed_sources=allow)
         return f"{task.image}: {built}"
     except InputError as e:
         return f"FAILED {e}"
@@ -153,19 +153,15 @@ def _validate(
     from swerl_cli.core.errors import UsageError
     from swerl_cli.executor import open_executor
     from swerl_cli.grading.validate import split_tasks, validate_tasks
-    from swerl_cli.sandbox import uses_images
     from swerl_cli.streams.task_fields import RowFailures
 
     if repeats < 1:
         raise UsageError(f"--repeats must be >= 1; got {repeats}")
     cfg = resolve_job_config(GradeConfig, config, flags)
-    apply_images(cfg, "tasks validate")
-    tasks, refused = split_tasks(
-        _once(read_many(inputs or [])), uses_images(cfg.sandbox)
-    )  # refused rows: exit 4 at the end
-    executor = open_executor(
-        cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate", setup=worker_images(cfg)
-    )  # before any output
+    report_images(cfg, "tasks validate")
+    images = cfg.sandbox_backend.uses_images
+    tasks, refused = split_tasks(_once(read_many(inputs or [])), images)  # refused rows: exit 4 at the end
+    executor = open_executor(cfg.ray, cfg.workers, cfg.placement(), name="swerl-validate")  # before any output
     invalid, failures = 0, RowFailures()
     with open_output(output, "append", resume=resume, inputs=inputs or [], id_key="instance_id") as out:
         for loc in out.previous():  # a resumed run: rows refused earlier still count toward the exit code

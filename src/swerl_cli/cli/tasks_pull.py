@@ -42,13 +42,15 @@ def _pull(
     from swerl_cli.core.config import resolve_config
     from swerl_cli.core.errors import RowsFailedError
     from swerl_cli.executor import open_executor, ray_address
-    from swerl_cli.sandbox import images
+    from swerl_cli.sandbox import create
     from swerl_cli.sandbox.image_names import task_images
     from swerl_cli.streams.jsonl import read_many
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.tasks.pull import PullTally, images_of, pull_images
 
     cfg = resolve_config(PullConfig, config, **(flags or {}))
+    # The backend's own image options (mirror, budget; a pull command always pulls), built once for every node.
+    backend = create(sandbox, registry=cfg.registry, image_budget_gb=cfg.image_budget_gb, pull=True)
     refs, refused = images_of(read_many(inputs or []))
     todo = task_images(refs, cfg.registry)
     address = ray_address(ray)
@@ -62,7 +64,7 @@ def _pull(
         if not msg.startswith(("pulling ", "pulled ")):
             bar.console.print(f"swerl tasks pull: {msg}")
 
-    settings = images.configure(registry=cfg.registry, budget_gb=cfg.image_budget_gb, pull=True, log=log)
+    backend.log = log
     tally = PullTally()
     t0 = time.monotonic()
     with open_output(output, "replace", inputs=inputs or []) as out, bar:
@@ -80,7 +82,7 @@ def _pull(
 
         if executor is not None:  # every node pulls into its own engine; its records come back when it is done
             bar.update(job, total=None, description=f"pulling {len(todo)} images on every node of the cluster")
-        pull_images(todo, cfg.workers, settings, sandbox, executor, done)
+        pull_images(todo, cfg.workers, backend, executor, done)
     err_console.print(f"swerl tasks pull: {tally.summary(len(todo), time.monotonic() - t0, executor is not None)}")
     if tally.counts["error"]:
         raise typer.Exit(1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from swerl_cli.agent.loop import AgentSettings
@@ -15,7 +15,7 @@ from swerl_cli.policy import DEFAULT_POLICY
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.checks import check_base_url, check_device_name
 from swerl_cli.policy.engine_size import DTYPES
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, choices, get_backend
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxBackend, from_config, one_of
 from swerl_cli.sandbox.local import REPO_DIR_HELP
 
 ACTION_FORMATS = ("text", "tools")
@@ -79,7 +79,7 @@ class CollectConfig(JobSettings):
     repetition_penalty: float = flag(_SAMPLING.repetition_penalty, "Repetition penalty (default 1.0 = off).")
     max_new_tokens: int = flag(_SAMPLING.max_new_tokens, "Tokens per assistant turn.")
     seed: int | None = flag(_SAMPLING.seed, "Base sampling seed (sample s uses seed + s).")
-    sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
+    sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {one_of()}.")
     repo_dir: str | None = flag(None, REPO_DIR_HELP, metavar="DIR")
     network: bool = flag(False, "Give sandboxes network access.")
     # None: the image's USER (swerl-built images: unprivileged `swerl`)
@@ -106,6 +106,9 @@ class CollectConfig(JobSettings):
     memory_mb: int = 4096
     cpus: float = 1.0
     # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
+    # The backend `sandbox` names, built once from its options (the fields of their names: repo_dir, registry, ...)
+    # when the config is; every episode, on this machine or a cluster's, gets it with the config.
+    sandbox_backend: SandboxBackend = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.check_job_settings()
@@ -141,7 +144,7 @@ class CollectConfig(JobSettings):
             raise ConfigError(f"field 'memory_mb': must be >= 64; got {self.memory_mb}")
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
-        get_backend(self.sandbox, repo_dir=self.repo_dir).check_ready()
+        object.__setattr__(self, "sandbox_backend", from_config(self))
         if self.policy not in POLICIES:
             raise ConfigError(f"field 'policy': {self.policy!r} is not one of {', '.join(POLICIES)}")
         for url in self.base_url:

@@ -55,7 +55,7 @@ def run_jobs_on(
     from swerl_cli.agent.loop import EpisodeResult, initial_messages
     from swerl_cli.agent.prompts import load_prompts
     from swerl_cli.collect.episode import episode_record, job_sampling, no_episode_stats
-    from swerl_cli.grading.jobs import run_cleanup
+    from swerl_cli.sandbox import run_cleanup
 
     event = on_event or (lambda kind, payload: None)
     shipped = executor.share(policy) if check_distributable(cfg) == "ship" else None
@@ -63,7 +63,7 @@ def run_jobs_on(
 
     count = 0
     # Container labels carry the run name, which other collects may share: only sandboxes whose owner is gone go.
-    stale = run_cleanup(cfg.run, cfg.sandbox, stale_only=True)
+    stale = run_cleanup(cfg.run, cfg.sandbox_backend, stale_only=True)
     submitted = ((job, episode_job, (job, cfg, shipped)) for job in jobs)
     started = lambda job: event("start", (job.task.instance_id, job.sample))  # noqa: E731 - one use
     for job, outcome in stream_jobs(executor, submitted, cleanup=stale, stale_cleanup=stale, on_submit=started):

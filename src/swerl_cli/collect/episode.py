@@ -18,7 +18,6 @@ from swerl_cli.collect.config import CollectConfig
 from swerl_cli.collect.plan import Job
 from swerl_cli.core.errors import InputError, SwerlError
 from swerl_cli.policy.base import EpisodeInfo, Policy, Sampling
-from swerl_cli.sandbox import uses_images
 from swerl_cli.streams.task_fields import task_row_error
 from swerl_cli.streams.trajectories import trajectory_record
 
@@ -61,12 +60,10 @@ def no_episode_stats() -> dict[str, Any]:
 
 
 def start_job_sandbox(job: Job, cfg: CollectConfig) -> Any:
-    """Start the job's sandbox (blocking; run it in a thread)."""
+    """Start the job's sandbox with the config's backend (blocking; run it in a thread)."""
     from swerl_cli.sandbox import start_sandbox
 
-    return start_sandbox(
-        job.task, backend=cfg.sandbox, limits=cfg.sandbox_limits(), run_id=cfg.run, repo_dir=cfg.repo_dir
-    )
+    return start_sandbox(job.task, cfg.sandbox_backend, limits=cfg.sandbox_limits(), run_id=cfg.run)
 
 
 async def play_job(
@@ -78,7 +75,7 @@ async def play_job(
 ) -> dict[str, Any]:
     """Run the agent on `job` in the sandbox `starting` resolves to; a failure is an error record (run_episode)."""
     sampling = job_sampling(cfg, job.sample)
-    bad = task_row_error(job.loc, job.task, images=uses_images(cfg.sandbox))
+    bad = task_row_error(job.loc, job.task, images=cfg.sandbox_backend.uses_images)
     if bad is not None:  # one row's image, workdir or base_commit docker or git would refuse: its record only
         return invalid_row_record(job, cfg, policy, sampling, bad)
     prompts = prompts or load_prompts(cfg.prompt_config)

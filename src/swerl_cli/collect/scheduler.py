@@ -92,9 +92,7 @@ class Collector:
         """Pull the missing images of queued jobs (the next 4 x concurrency of them, PULL_PARALLELISM at a time)
         while episodes run, so no episode waits for a pull that could have started earlier. A failed pull is left
         to the episode that needs the image (its own pull attempt makes the error record)."""
-        from swerl_cli.sandbox import get_backend, images
-
-        backend = get_backend(self.cfg.sandbox)
+        backend = self.cfg.sandbox_backend
         if not backend.uses_images:
             return
         from swerl_cli.streams.task_fields import image_problem
@@ -113,7 +111,7 @@ class Collector:
         while self._next < len(jobs):
             window = jobs[self._next : self._next + 4 * self.cfg.concurrency + self.cfg.lookahead()]
             refs = [
-                images.resolve(j.task.image)
+                backend.resolve_image(j.task.image)
                 for j in window
                 if image_problem(j.task.image) is None  # a bad reference is its episode's error record
             ]
@@ -200,9 +198,7 @@ def run_jobs(
         loop.set_default_executor(pool)
         await collector.run([Job(*j) for j in jobs])
 
-    from swerl_cli.sandbox import remove_stale
-
-    remove_stale(cfg.run, cfg.sandbox)  # left by an earlier run of this name that was killed (SIGKILL, OOM)
+    cfg.sandbox_backend.remove_stale(cfg.run)  # left by an earlier run of this name that was killed (SIGKILL, OOM)
     try:
         aio.run(main())
     finally:

@@ -132,16 +132,15 @@ def open_executor(
     placement: Placement | None = None,
     *,
     name: str = "swerl",
-    setup: Callable[[], Any] | None = None,
 ) -> LocalExecutor | Any:
     """A RayExecutor connected to `ray` (an address, or `auto`), else a LocalExecutor; an unreachable cluster is a
-    one-line ConfigError raised before the caller writes anything. `setup` runs on a worker before each job there
-    (process-wide settings such as the image mirror, which this process already has)."""
+    one-line ConfigError raised before the caller writes anything. A job's arguments carry everything it needs (the
+    config with its sandbox backend): nothing is set up on a worker beforehand."""
     if not ray:
         return LocalExecutor(workers, name)
     from swerl_cli.executor.ray import RayExecutor
 
-    return RayExecutor(ray, workers, placement or Placement(), setup=setup)
+    return RayExecutor(ray, workers, placement or Placement())
 
 
 def ray_address(flag: str | None) -> str | None:

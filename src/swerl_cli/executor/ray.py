@@ -30,14 +30,11 @@ CANCEL_GRACE_S = 15.0
 NODE_CALL_TIMEOUT_S = 120.0
 
 
-def _remote_job(
-    setup: Callable[[], Any] | None, fn: Callable[..., Any], args: tuple[Any, ...]
-) -> tuple[Any, dict[str, Any]]:
-    """Runs on a worker: setup, the job, then where it ran. Cancelled or crashed: this worker's sandboxes go."""
+def _remote_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+    """Runs on a worker: the job (its arguments carry all it needs, the sandbox backend included), then where it
+    ran. Cancelled or crashed: this worker's sandboxes go."""
     from swerl_cli.sandbox import lifecycle
 
-    if setup is not None:
-        setup()
     try:
         value = fn(*(ray.get(a) if isinstance(a, ray.ObjectRef) else a for a in args))
     except BaseException:
@@ -96,9 +93,8 @@ class RayExecutor:
 
     remote = True
 
-    def __init__(self, address: str, workers: int, placement: Placement, setup: Callable[[], Any] | None = None):
+    def __init__(self, address: str, workers: int, placement: Placement):
         self.placement = placement
-        self.setup = setup
         self.window = workers
         self._owns = connect(address)
         self._check_fits()
@@ -127,7 +123,7 @@ class RayExecutor:
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Outcome]:
         """Start `fn(*args)` as a Ray task; the future resolves to Outcome(value, node)."""
-        ref = self._task.options(**self._opts).remote(self.setup, fn, args)
+        ref = self._task.options(**self._opts).remote(fn, args)
         fut: Future[Outcome] = Future()
         self._refs[fut] = ref
         ref.future().add_done_callback(lambda rf: self._settle(fut, rf))
@@ -163,7 +159,7 @@ class RayExecutor:
         for node in alive_nodes():
             strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
             opts = dict(num_cpus=0, memory=0, max_retries=0, scheduling_strategy=strategy)
-            refs.append(self._task.options(**opts).remote(self.setup, fn, args))
+            refs.append(self._task.options(**opts).remote(fn, args))
         out = []
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
         for ref in ready:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from swerl_cli.core.config import check_positive, flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
-from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxLimits, choices, get_backend
+from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxBackend, SandboxLimits, from_config, one_of
 from swerl_cli.sandbox.local import REPO_DIR_HELP
 
 MODES = ("strict", "harness")
@@ -27,7 +27,7 @@ class GradeConfig(JobSettings):
         metavar="MODE",
     )
     timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
-    sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {choices()}.")
+    sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {one_of()}.")
     repo_dir: str | None = flag(None, REPO_DIR_HELP, metavar="DIR")
     run_id: str | None = flag(None, "Label for this run's containers [default: generated].")
     memory_mb: int = flag(4096, "Memory limit per sandbox in MiB [default: 4096].")
@@ -43,6 +43,9 @@ class GradeConfig(JobSettings):
     pids: int = 1024
     log_tail_chars: int = 4000
     # registry, pull, image_budget_gb, ray, episode_* and max_episode_retries: JobSettings
+    # The backend `sandbox` names, built once from its options (the fields of their names: repo_dir, registry, ...)
+    # when the config is; every grading job gets it with the config.
+    sandbox_backend: SandboxBackend = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.check_job_settings()
@@ -50,7 +53,7 @@ class GradeConfig(JobSettings):
             raise ConfigError(f"field 'mode': {self.mode!r} is not one of {', '.join(MODES)}")
         if self.sandbox not in BACKENDS:
             raise ConfigError(f"field 'sandbox': {self.sandbox!r} is not one of {', '.join(BACKENDS)}")
-        get_backend(self.sandbox, repo_dir=self.repo_dir).check_ready()
+        object.__setattr__(self, "sandbox_backend", from_config(self))
         check_positive("timeout_s", self.timeout_s)
         check_positive("cpus", self.cpus)
         if not 1 <= self.workers <= 256:

@@ -24,7 +24,7 @@ from swerl_cli.grading.audit import Finding, as_record, audit_repo, enforce
 from swerl_cli.grading.config import GradeConfig
 from swerl_cli.grading.patching import RepoView, StepFailed
 from swerl_cli.grading.verdict import SEMANTICS, verdict
-from swerl_cli.sandbox import ExecResult, Sandbox, backend_class, open_sandbox
+from swerl_cli.sandbox import ExecResult, Sandbox, open_sandbox
 from swerl_cli.sandbox.gitops import touched_files
 from swerl_cli.streams.records import Task
 
@@ -73,7 +73,7 @@ def users(cfg: GradeConfig) -> tuple[str | None, str | None]:
     """(the sandbox shell's user, the user the tests run as). A container's shell is root, the grader's side, and
     the tests run as `--sandbox-user` or else the repository's owner (nobody when root owns it): another uid
     (docs/grading.md, "Threat model"). An explicit root user, or a sandbox on the host, has no separation."""
-    if not backend_class(cfg.sandbox).isolated:
+    if not cfg.sandbox_backend.isolated:
         return cfg.sandbox_user, None
     if cfg.sandbox_user in ("root", "0"):
         return "0", None
@@ -83,12 +83,11 @@ def users(cfg: GradeConfig) -> tuple[str | None, str | None]:
 def _open(task: Task, cfg: GradeConfig, run_id: str) -> contextlib.AbstractContextManager[Sandbox]:
     return open_sandbox(
         task,
-        backend=cfg.sandbox,
+        cfg.sandbox_backend,
         limits=replace(cfg.limits(), user=users(cfg)[0]),
         run_id=run_id,
         hygiene=False,
         env={"CI": "1"},
-        repo_dir=cfg.repo_dir,
     )
 
 
@@ -177,7 +176,7 @@ def prepare_tests(view: RepoView, task: Task, aside: list[str]) -> str | None:
 
 
 def _tests(sb: Sandbox, task: Task, cfg: GradeConfig) -> guard.GuardRun:
-    sweep = backend_class(cfg.sandbox).isolated  # a container holds nothing else; a host sandbox would reach the host's
+    sweep = cfg.sandbox_backend.isolated  # a container holds nothing else; a host sandbox would reach the host's
     return guard.run(sb, task.test_cmd, cfg.timeout_s, cap=TEST_LOG_CAP, sweep=sweep, user=users(cfg)[1])
 
 

@@ -7,7 +7,6 @@ interrupt propagates; records already yielded are complete.
 
 from __future__ import annotations
 
-import functools
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -17,7 +16,7 @@ from typing import Any
 from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, episode_error_grade, error_grade, grade_patch
-from swerl_cli.sandbox import uses_images
+from swerl_cli.sandbox import run_cleanup
 from swerl_cli.streams.records import GRADED, TASK, TRAJECTORY, Located, Task, UniqueIds, check_schema, schema_tag
 from swerl_cli.streams.task_fields import task_row_error
 
@@ -130,10 +129,9 @@ def grade_records(
     lost with its worker or node (after the executor's retries) is an error grade, never a reward.
     """
     run_id = cfg.run_id or new_run_id()
+    backend = cfg.sandbox_backend
     if cfg.run_id:
-        from swerl_cli.sandbox import remove_stale
-
-        remove_stale(run_id, cfg.sandbox)  # left by an earlier run with this --run-id that was killed
+        backend.remove_stale(run_id)  # left by an earlier run with this --run-id that was killed
     done = skip_ids or set()
     ex = executor or open_executor(None, cfg.workers, name="swerl-grade")
 
@@ -145,7 +143,7 @@ def grade_records(
                 if on_skip is not None:
                     on_skip(job.id)
                 continue
-            bad = task_row_error(loc, job.task, "task.", images=uses_images(cfg.sandbox))  # the row's (or --tasks')
+            bad = task_row_error(loc, job.task, "task.", images=backend.uses_images)  # the row's (or --tasks')
             if bad is not None:  # a value the engine or git would refuse: this record's error, never the run's end
                 yield job, None, {**error_grade(str(bad)), "invalid_field": bad.field}
                 continue
@@ -157,8 +155,8 @@ def grade_records(
     for job, outcome in stream_jobs(
         ex,
         jobs(),
-        cleanup=run_cleanup(run_id, cfg.sandbox),
-        stale_cleanup=run_cleanup(run_id, cfg.sandbox, stale_only=True),
+        cleanup=run_cleanup(run_id, backend),
+        stale_cleanup=run_cleanup(run_id, backend, stale_only=True),
     ):
         if isinstance(outcome, JobLostError):
             yield graded_record(job, error_grade(f"JobLostError: {outcome}"))
@@ -166,12 +164,3 @@ def grade_records(
             yield graded_record(job, outcome.value)
         else:
             yield graded_record(job, {**outcome.value, "node": outcome.node})
-
-
-def run_cleanup(run_id: str, backend: str, stale_only: bool = False) -> Callable[[], Any]:
-    """What every node runs after an interrupt (remove the sandboxes of this run), or with `stale_only` after a run
-    (only those whose owning process is gone): the prune of the backend the run uses (no default: a podman run
-    must never prune Docker's containers)."""
-    from swerl_cli.sandbox import prune
-
-    return functools.partial(prune, backend, run_id, stale_only)

@@ -12,7 +12,8 @@ from typing import Any
 from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
-from swerl_cli.grading.jobs import new_run_id, run_cleanup
+from swerl_cli.grading.jobs import new_run_id
+from swerl_cli.sandbox import run_cleanup
 from swerl_cli.streams.records import Located, Task, check_schema
 from swerl_cli.streams.task_fields import task_row_error
 
@@ -60,8 +61,8 @@ def validate_tasks(
     for (i, kind), outcome in stream_jobs(
         ex,
         jobs,
-        cleanup=run_cleanup(run_id, cfg.sandbox),
-        stale_cleanup=run_cleanup(run_id, cfg.sandbox, stale_only=True),
+        cleanup=run_cleanup(run_id, cfg.sandbox_backend),
+        stale_cleanup=run_cleanup(run_id, cfg.sandbox_backend, stale_only=True),
     ):
         if isinstance(outcome, JobLostError):
             grade = error_grade(f"JobLostError: {outcome}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec
 
@@ -21,7 +23,7 @@ BACKENDS = Registry(
     }
 )
 register_backend = BACKENDS.register  # add (or replace) a backend as `"module:Class"`
-DEFAULT_BACKEND = "docker"
+DEFAULT_BACKEND = "docker"  # the default of the commands' --sandbox flag
 P = ParamSpec("P")
 
 __all__ = [
@@ -33,19 +35,25 @@ __all__ = [
     "SandboxLimits",
     "backend_class",
     "choices",
+    "create",
     "engine_client",
-    "get_backend",
+    "from_config",
+    "one_of",
     "open_sandbox",
     "register_backend",
-    "remove_stale",
+    "run_cleanup",
     "start_sandbox",
-    "uses_images",
 ]
 
 
-def choices(names: list[str] | None = None) -> str:
+def choices() -> list[str]:
+    """The registered backends, in registration order (the built-in ones first)."""
+    return list(BACKENDS)
+
+
+def one_of(names: list[str] | None = None) -> str:
     """`names` (default: every registered backend) as help text reads them: "docker, podman or local"."""
-    names = list(BACKENDS) if names is None else names
+    names = choices() if names is None else names
     return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
@@ -57,52 +65,49 @@ def backend_class(name: str) -> type[SandboxBackend]:
     return cls
 
 
-def get_backend(name: str, **options: Any) -> SandboxBackend:
-    """The backend `name` with its own config built from `options` (unknown or None options are ignored)."""
+def create(name: str, *, log: Callable[[str], None] | None = None, **options: Any) -> SandboxBackend:
+    """The backend `name`, configured by its own `Config` read from `options` by name (a command's settings: other
+    names and None values are ignored). A command builds it once and passes the object; `log` reports its image
+    pulls and evictions."""
     cls = backend_class(name)
-    return cls(cls.Config.from_options(**options))
+    return cls(cls.Config.from_options(**options), log)
 
 
-def uses_images(name: str) -> bool:
-    """Whether tasks' `image` fields reach an engine under this backend (their references are checked per row)."""
-    return backend_class(name).uses_images
+def from_config(cfg: Any) -> SandboxBackend:
+    """The backend a command's config names (`cfg.sandbox`), built from the config's fields of its options' names
+    and checked ready (ConfigError naming the field when it cannot start any sandbox)."""
+    options = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.init}
+    backend = create(cfg.sandbox, **options)
+    backend.check_ready()
+    return backend
 
 
-def engine_client(name: str) -> Any:
+def engine_client(backend: SandboxBackend) -> Any:
     """The SDK client of an image-using backend's engine (docker, podman); ConfigError for one without images."""
-    b = get_backend(name)
-    if not b.uses_images or not hasattr(b, "client"):
-        raise ConfigError(f"sandbox backend {name!r} has no images; choose one of {', '.join(image_backends())}")
-    return b.client()
+    if not backend.uses_images or not hasattr(backend, "client"):
+        images = [n for n in BACKENDS if backend_class(n).uses_images]
+        raise ConfigError(f"sandbox backend {backend.name!r} has no images; choose one of {', '.join(images)}")
+    return backend.client()
 
 
-def image_backends() -> list[str]:
-    """The registered backends whose sandboxes start from images."""
-    return [n for n in BACKENDS if uses_images(n)]
-
-
-def remove_stale(run_id: str, backend: str = DEFAULT_BACKEND) -> int:
-    """Remove sandboxes of `run_id` whose owning process is gone; see SandboxBackend.remove_stale."""
-    return get_backend(backend).remove_stale(run_id)
-
-
-def prune(backend: str, run_id: str | None = None, stale_only: bool = False) -> list[str]:
-    """Remove `backend`'s leftover sandboxes (picklable: what every node of a cluster runs)."""
-    return get_backend(backend).prune(run_id, stale_only=stale_only)
+def run_cleanup(run_id: str, backend: SandboxBackend, stale_only: bool = False) -> Callable[[], list[str]]:
+    """What every node runs after an interrupt (remove the sandboxes of this run), or with `stale_only` after a run
+    (only those whose owning process is gone): the prune of the backend the run uses, as a picklable call."""
+    return functools.partial(backend.prune, run_id, stale_only=stale_only)
 
 
 def start_sandbox(
     task: Task,
+    backend: SandboxBackend,
     *,
-    backend: str = DEFAULT_BACKEND,
     limits: SandboxLimits | None = None,
     run_id: str | None = None,
     hygiene: bool = True,
     env: dict[str, str] | None = None,
-    repo_dir: str | None = None,
 ) -> Sandbox:
-    """Start a sandbox for `task` (caller must `close()` it); with `hygiene` the repo holds nothing past base_commit."""
-    sb = get_backend(backend, repo_dir=repo_dir).start(task, limits, run_id, env)
+    """Start a sandbox of `backend` for `task` (caller must `close()` it); with `hygiene` the repo holds nothing past
+    base_commit."""
+    sb = backend.start(task, limits, run_id, env)
     try:
         if task.base_commit == BUG_BASE and task.extra.get("bug_patch"):
             commit_bug(sb, task)

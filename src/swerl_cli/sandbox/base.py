@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -59,11 +60,13 @@ class Sandbox(Protocol):
 class SandboxBackend:
     """One kind of sandbox, registered by short name in `swerl_cli.sandbox.BACKENDS` (docs/architecture.md).
 
-    A backend owns its typed `Config` (a frozen dataclass built by `Config.from_options(**options)`), starts
-    sandboxes, and removes the ones a run left behind. `uses_images` says whether tasks' `image` fields reach an
-    engine (checked per row, pulled ahead by collect). `isolated` says that a sandbox's processes are its own (a
-    container's PID namespace), so grading may kill every process in it after the tests; False (the default) for
-    anything that runs on the host.
+    A backend owns its typed `Config` (a frozen `core.plugins.Options` dataclass: `Config.from_options(**options)`
+    reads its fields by name from a command's settings), starts sandboxes, and removes the ones a run left behind.
+    A command builds it once (`swerl_cli.sandbox.create`) and passes the object; it is picklable, so a cluster's
+    workers get the same one. `log` (where image pulls are reported) stays in the process that set it.
+    `uses_images` says whether tasks' `image` fields reach an engine (checked per row, pulled ahead by collect).
+    `isolated` says that a sandbox's processes are its own (a container's PID namespace), so grading may kill every
+    process in it after the tests; False (the default) for anything that runs on the host.
     """
 
     name = ""
@@ -71,12 +74,23 @@ class SandboxBackend:
     isolated = False
     Config: type[Any]
 
-    def __init__(self, config: Any = None):
+    def __init__(self, config: Any = None, log: Callable[[str], None] | None = None):
         self.config = config if config is not None else self.Config.from_options()
+        self.log = log
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "log": None}  # a console or a progress bar stays where it was set
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     def check_ready(self) -> None:
         """ConfigError when this configuration cannot start any sandbox (a required option missing): a command
         checks it once, before its first episode, instead of writing the same error for every record."""
+
+    def unavailable(self) -> str | None:
+        """Why no sandbox of this backend can start on this machine (its engine does not answer), or None."""
+        return None
 
     def start(
         self, task: Task, limits: SandboxLimits | None, run_id: str | None, env: dict[str, str] | None
@@ -96,6 +110,10 @@ class SandboxBackend:
             return len(self.prune(run_id, stale_only=True))
         except SandboxError:
             return 0
+
+    def resolve_image(self, image: str) -> str:
+        """The reference a sandbox start of this backend uses for a task's `image` (a mirror's, if configured)."""
+        return image
 
     def ensure_image(self, image: str) -> str:
         """Make `image` available to this backend ('present' or 'pulled'); backends without images do nothing."""

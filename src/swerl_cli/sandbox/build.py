@@ -30,6 +30,7 @@ from typing import Any
 
 from swerl_cli.core.errors import SandboxError
 from swerl_cli.sandbox import lifecycle
+from swerl_cli.sandbox.base import SandboxBackend
 from swerl_cli.sandbox.gitops import hygiene_command
 from swerl_cli.streams.records import Task
 from swerl_cli.streams.task_fields import is_repository_url, repo_source_problem, task_problem
@@ -48,17 +49,12 @@ def setup_hash(task: Task, base_image: str, base_id: str = "", source_digest: st
     return h.hexdigest()[:16]
 
 
-def _engine(sandbox: str) -> Any:
-    """The image-using backend `sandbox` (docker, podman): its client and its container options."""
-    from swerl_cli.sandbox import engine_client, get_backend
+def check_base(base_image: str, backend: SandboxBackend) -> None:
+    """SandboxError unless the backend's engine answers and holds `base_image` (checked once before a batch);
+    ConfigError for a backend without images."""
+    from swerl_cli.sandbox import engine_client
 
-    engine_client(sandbox)  # ConfigError for a backend without images
-    return get_backend(sandbox)
-
-
-def check_base(base_image: str, sandbox: str = "docker") -> None:
-    """SandboxError unless the backend's engine answers and holds `base_image` (checked once before a batch)."""
-    _base_id(_engine(sandbox).client(), base_image)
+    _base_id(engine_client(backend), base_image)
 
 
 def _base_id(client: Any, base_image: str) -> str:
@@ -109,11 +105,13 @@ def _digest(path: Path | None) -> str:
     return h.hexdigest()
 
 
-def image_status(task: Task, base_image: str, source_digest: str = "", sandbox: str = "docker") -> str:
-    """'ok' (cached image matches), 'stale' (exists, other recipe) or 'missing'."""
+def image_status(task: Task, base_image: str, backend: SandboxBackend, source_digest: str = "") -> str:
+    """'ok' (cached image matches), 'stale' (exists, other recipe) or 'missing', in `backend`'s engine."""
     import docker
 
-    client = _engine(sandbox).client()
+    from swerl_cli.sandbox import engine_client
+
+    client = engine_client(backend)
     try:
         img = client.images.get(task.image)
     except docker.errors.ImageNotFound:
@@ -162,6 +160,7 @@ def _script(task: Task, bundle: Path | None, url: str | None, hygiene: bool) -> 
 
 def build_image(
     task: Task,
+    backend: SandboxBackend,
     *,
     base_image: str = "swerl-base",
     network: bool = False,
@@ -169,9 +168,9 @@ def build_image(
     log: Callable[[str], None] | None = None,
     hygiene: bool = True,
     allowed_sources: Iterable[str | Path] = (),
-    sandbox: str = "docker",
 ) -> str:
-    """Build `task.image` from `base_image` + `task.setup`; returns 'cached' or 'built'. Raises SandboxError.
+    """Build `task.image` from `base_image` + `task.setup` in `backend`'s engine (docker, podman); returns 'cached'
+    or 'built'. Raises SandboxError (ConfigError for a backend without images).
 
     A `repo_source` path must lie under one of `allowed_sources` (the directories the user named); a URL is
     fetched inside the build container and needs `network`."""
@@ -184,16 +183,18 @@ def build_image(
     url = src if src is not None and is_repository_url(src) else None
     if url is not None and not network:
         raise SandboxError(f"{task.instance_id}: field 'repo_source' is a URL; fetching it needs --network host")
-    engine = _engine(sandbox)
-    client = engine.client()
+    from swerl_cli.sandbox import engine_client
+
+    client = engine_client(backend)
     with tempfile.TemporaryDirectory(prefix="swerl-build-") as tmp:
         bundle = _bundle(task, src, tmp)
         digest = _digest(bundle) if url is None else hashlib.sha256(url.encode()).hexdigest()
-        if not force and image_status(task, base_image, digest, sandbox) == "ok":
+        if not force and image_status(task, base_image, backend, digest) == "ok":
             return "cached"
         recipe = setup_hash(task, base_image, _base_id(client, base_image), digest)
         script = _script(task, bundle, url, hygiene)
-        _run(client, task, base_image, script, bundle, network, recipe, log, engine.host_options())
+        host: dict[str, Any] = getattr(backend, "host_options", dict)()  # the engine's container options (podman's)
+        _run(client, task, base_image, script, bundle, network, recipe, log, host)
     return "built"
 
 

@@ -8,25 +8,35 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from swerl_cli.core.errors import SandboxError, first_line
+from swerl_cli.core.plugins import Options
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import Sandbox, SandboxBackend, SandboxLimits
+from swerl_cli.sandbox.images import ImageSettings
 from swerl_cli.streams.records import Task
 
 
 @dataclass(frozen=True, slots=True)
-class DockerConfig:
-    """Where the engine is: `base_url` None means DOCKER_HOST (or the default socket), as the docker CLI does."""
+class DockerConfig(Options):
+    """The docker backend's options, read by name from a command's settings (flags `--registry`, `--pull/--no-pull`,
+    `--image-budget-gb`): where task images come from and how much disk they may take. `engine_url` None means
+    DOCKER_HOST (or the default socket), as the docker CLI does."""
 
-    base_url: str | None = None
+    registry: str | None = None
+    pull: bool = True
+    image_budget_gb: float | None = None
+    engine_url: str | None = None
 
-    @classmethod
-    def from_options(cls, **options: Any) -> DockerConfig:
-        """The config of a run (no docker-specific flags today: the engine comes from the environment)."""
-        return cls()
+    def __post_init__(self) -> None:
+        self.image_settings()  # a bad mirror or budget is a ConfigError naming the field
+
+    def image_settings(self, log: Callable[[str], None] | None = None) -> ImageSettings:
+        """How this backend's sandboxes get their images (images.py), progress reported to `log`."""
+        return ImageSettings(pull=self.pull, registry=self.registry, budget_gb=self.image_budget_gb, log=log)
 
 
 class DockerBackend(SandboxBackend):
@@ -42,8 +52,21 @@ class DockerBackend(SandboxBackend):
         """The engine's shared SDK client; SandboxError when it does not answer."""
         from swerl_cli.sandbox.docker import docker_client
 
-        url = self.config.base_url
+        url = self.config.engine_url
         return docker_client(url, self.engine) if url else docker_client()
+
+    def unavailable(self) -> str | None:
+        """Why this engine cannot start sandboxes here (it does not answer), or None."""
+        try:
+            self.client().ping()
+        except Exception as e:  # SandboxError, or the engine refused the ping
+            return first_line(e)
+        return None
+
+    def image_settings(self) -> ImageSettings:
+        """Mirror, pull policy and disk budget of this backend's images, reported to its `log`."""
+        settings: ImageSettings = self.config.image_settings(self.log)
+        return settings
 
     def host_options(self) -> dict[str, Any]:
         """Extra `create_host_config` arguments this engine needs (none for Docker)."""
@@ -73,11 +96,11 @@ class DockerBackend(SandboxBackend):
             if problem:
                 raise SandboxError(f"{task.instance_id}: field '{field}' {value[:80]!r}: {problem}")
         # The image (on the mirror, if one is set) is pulled when missing and pinned until its container exists.
-        task = replace(task, image=images.resolve(task.image))
+        task = replace(task, image=self.resolve_image(task.image))
         try:
             with pinned(task.image):
                 client = self.client()
-                images.ensure_image(task.image, client=client)
+                images.ensure_image(task.image, self.image_settings(), client)
                 opts = {"client": client, "host_options": self.host_options(), "events": self.events()}
                 return DockerSandbox(task, limits, run_id, env, **opts)
         except (docker.errors.DockerException, requests.RequestException) as e:
@@ -86,11 +109,17 @@ class DockerBackend(SandboxBackend):
                 f"{task.instance_id}: could not start a sandbox from image {task.image!r}: {msg}"
             ) from None
 
-    def ensure_image(self, image: str) -> str:
-        """Pull `image` into this engine when it is missing (images.ensure_image)."""
+    def resolve_image(self, image: str) -> str:
+        """`image` on the configured mirror, if any, its tag spelled out (images.resolve)."""
         from swerl_cli.sandbox import images
 
-        return images.ensure_image(image, client=self.client())
+        return images.resolve(image, self.config.registry)
+
+    def ensure_image(self, image: str) -> str:
+        """Pull `image` into this engine when it is missing (images.ensure_image, under this backend's settings)."""
+        from swerl_cli.sandbox import images
+
+        return images.ensure_image(image, self.image_settings(), self.client())
 
     def prune(self, run_id: str | None = None, *, stale_only: bool = False) -> list[str]:
         """Remove swerl containers by label (all, or one run's), and with no run the `tasks build` containers."""

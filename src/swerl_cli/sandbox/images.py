@@ -1,9 +1,10 @@
 """Task images: pull a missing one (docker SDK, the user's credentials), point names at a mirror, and keep the
 images swerl pulled under a disk budget (image_budget.py); reference parsing and mirror names are image_names.py.
 
-One process-wide `ImageSettings` (set by the CLI from flags and config through `configure`) applies to every
-sandbox start of an image-using backend, so `collect`, `grade` and `tasks validate` pull the same way. Pulls of one
-image are serialised (a second episode on it waits for the first pull); different images pull in parallel.
+The settings are the image-using backend's own options (engine.py `DockerConfig`: registry, pull, image_budget_gb,
+built from a command's flags), handed to every call here as an `ImageSettings`; nothing is process-wide but the
+pull locks. Pulls of one image are serialised (a second episode on it waits for the first pull); different images
+pull in parallel.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.config import Flag, flag
@@ -41,22 +42,13 @@ class ImageSettings:
             check_registry(self.registry)
 
 
-SETTINGS = ImageSettings()
-_lock = threading.Lock()  # guards SETTINGS and _pulling
+_lock = threading.Lock()  # guards _pulling and a batch's uses
 _pulling: dict[str, threading.Lock] = {}
 
 
-def configure(**fields: Any) -> ImageSettings:
-    """Replace the process-wide settings' given fields (None values keep the current ones)."""
-    global SETTINGS
-    with _lock:
-        SETTINGS = replace(SETTINGS, **{k: v for k, v in fields.items() if v is not None})
-        return SETTINGS
-
-
-def resolve(image: str) -> str:
-    """The reference a sandbox start pulls for a task's `image`: on the mirror, if one is set; tag spelled out."""
-    return normalize(mirror(image, SETTINGS.registry))
+def resolve(image: str, registry: str | None) -> str:
+    """The reference a sandbox start pulls for a task's `image`: on the mirror `registry`, if set; tag spelled out."""
+    return normalize(mirror(image, registry))
 
 
 def present(client: Any, image: str) -> bool:
@@ -70,7 +62,7 @@ def present(client: Any, image: str) -> bool:
     return True
 
 
-def ensure_image(image: str, settings: ImageSettings | None = None, client: Any = None) -> str:
+def ensure_image(image: str, settings: ImageSettings, client: Any = None) -> str:
     """Make `image` available locally: 'present' or 'pulled'. SandboxError (naming image and registry) when it
     cannot be had, or, with pulls off, naming the command that fetches it."""
     import docker
@@ -79,7 +71,7 @@ def ensure_image(image: str, settings: ImageSettings | None = None, client: Any 
     from swerl_cli.sandbox.docker import docker_client
     from swerl_cli.streams.task_fields import image_problem
 
-    s = settings or SETTINGS
+    s = settings
     problem = image_problem(image)
     if problem:
         raise SandboxError(f"not a valid image reference {image[:80]!r}: {problem}")
@@ -157,7 +149,7 @@ def pull_many(
     images: list[str],
     workers: int,
     on_done: Callable[[dict[str, Any]], None],
-    settings: ImageSettings | None = None,
+    settings: ImageSettings,
     client: Any = None,
 ) -> None:
     """Ensure every image (already mirrored) is present, `workers` pulls at a time; `on_done(record)` per image
@@ -171,7 +163,7 @@ def pull_many(
 
     if not images:  # nothing to fetch: no engine needed
         return
-    batch = _PullBatch(client or docker_client(), settings or SETTINGS)
+    batch = _PullBatch(client or docker_client(), settings)
     missing = batch.report_present(images, on_done)
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swerl-pull") as pool:
@@ -237,12 +229,9 @@ def _record(image: str, t0: float, status: str, size: int | None, error: str | N
     }
 
 
-def pull_here(
-    images: list[str], workers: int, settings: ImageSettings | None = None, backend: str = "docker"
-) -> list[dict[str, Any]]:
-    """`pull_many` on this machine's engine of `backend`, the records collected (what each node of a cluster runs)."""
-    from swerl_cli.sandbox import engine_client
-
+def pull_here(images: list[str], workers: int, backend: Any) -> list[dict[str, Any]]:
+    """`pull_many` into this machine's engine of `backend` (an image-using SandboxBackend), under its own settings,
+    the records collected (what each node of a cluster runs)."""
     out: list[dict[str, Any]] = []
-    pull_many(images, workers, out.append, settings, engine_client(backend))
+    pull_many(images, workers, out.append, backend.image_settings(), backend.client())
     return out

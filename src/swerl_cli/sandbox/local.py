@@ -17,9 +17,9 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from swerl_cli.core.errors import ConfigError, SandboxError
+from swerl_cli.core.plugins import Options
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import Sandbox, SandboxBackend, SandboxLimits
 from swerl_cli.sandbox.shell import Shell, ShellSandbox
@@ -169,15 +169,10 @@ def _clone_at(src: Path, dest: Path, commit: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class LocalConfig:
-    """Where the task repositories are (`--repo-dir`)."""
+class LocalConfig(Options):
+    """Where the task repositories are (`--repo-dir`, read by name from a command's settings)."""
 
     repo_dir: str | None = None
-
-    @classmethod
-    def from_options(cls, repo_dir: str | None = None, **options: Any) -> LocalConfig:
-        """The config of a run from its options (only `repo_dir` is read)."""
-        return cls(repo_dir=repo_dir)
 
 
 REPO_DIR_HELP = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import SandboxError
-from swerl_cli.sandbox.engine import DockerBackend
+from swerl_cli.sandbox.engine import DockerBackend, DockerConfig
 
 # Podman sets its own RLIMIT_NPROC to this when it starts (seen on 4.3.1), and its containers get 1048576 for
 # nproc and nofile unless told otherwise; where the host withholds CAP_SYS_RESOURCE (a nested machine) the runtime
@@ -34,22 +34,27 @@ def default_url() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class PodmanConfig:
-    """Where podman's API socket is, and the file and process limits its containers get."""
+class PodmanConfig(DockerConfig):
+    """The docker backend's options (mirror, pulls, image budget), where podman's API socket is, and the file and
+    process limits its containers get."""
 
-    base_url: str = ""
+    engine_url: str | None = ""
     nofile: int = 0
     nproc: int = PODMAN_NPROC
     allow_no_limits: bool = False
 
     @classmethod
     def from_options(cls, **options: Any) -> PodmanConfig:
-        """The config from the environment (see `default_url`); nofile is this process's own soft limit;
-        SWERL_PODMAN_NO_LIMITS=1 accepts rootless podman on cgroups v1, which cannot enforce limits."""
+        """The options given (a command's settings, by name), the rest from the environment: the socket (see
+        `default_url`), nofile (this process's own soft limit), and SWERL_PODMAN_NO_LIMITS=1, which accepts rootless
+        podman on cgroups v1 (it cannot enforce limits)."""
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         nofile = soft if soft != resource.RLIM_INFINITY else 1 << 20
         allow = os.environ.get("SWERL_PODMAN_NO_LIMITS", "") in ("1", "true", "yes")
-        return cls(base_url=default_url(), nofile=nofile, allow_no_limits=allow)
+        env: dict[str, Any] = {"engine_url": default_url(), "nofile": nofile, "allow_no_limits": allow}
+        given = {k: v for k, v in options.items() if v is not None}
+        # super() with its arguments: a slots dataclass is a new class, which the no-argument form does not know
+        return super(PodmanConfig, cls).from_options(**{**env, **given})
 
 
 class PodmanBackend(DockerBackend):
@@ -63,7 +68,7 @@ class PodmanBackend(DockerBackend):
         """The client of podman's socket, once checked that the engine enforces the sandbox's limits."""
         client = super().client()
         if not self.config.allow_no_limits:
-            check_limits(client, self.config.base_url)
+            check_limits(client, str(self.config.engine_url))
         return client
 
     def host_options(self) -> dict[str, Any]:

@@ -3,7 +3,6 @@ row), the pulls on this machine or on every node of a cluster, and the tally of 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,18 +57,16 @@ class PullTally:
         )
 
 
-def pull_images(
-    todo: list[str], workers: int, settings: Any, sandbox: str, executor: Any, done: Callable[[dict], None]
-) -> None:
-    """Pull `todo` with `workers` pulls at a time, `done(record)` per image: into this machine's engine of
-    `sandbox`, or (an `executor` of a cluster) into every node's own, each record naming its node."""
+def pull_images(todo: list[str], workers: int, backend: Any, executor: Any, done: Callable[[dict], None]) -> None:
+    """Pull `todo` with `workers` pulls at a time under `backend`'s image settings, `done(record)` per image: into
+    this machine's engine of `backend` (an image-using SandboxBackend), or (an `executor` of a cluster) into every
+    node's own, each record naming its node (a node gets the backend without its log)."""
     from swerl_cli.sandbox import engine_client, images
 
     if executor is None:
-        images.pull_many(todo, workers, done, settings, engine_client(sandbox) if todo else None)
+        images.pull_many(todo, workers, done, backend.image_settings(), engine_client(backend) if todo else None)
         return
-    here = dataclasses.replace(settings, log=None)
-    for node in executor.on_every_node(images.pull_here, todo, workers, here, sandbox, timeout_s=None):
+    for node in executor.on_every_node(images.pull_here, todo, workers, backend, timeout_s=None):
         for rec in node.value:
             done({**rec, "node": node.node})
     executor.close()

@@ -10,6 +10,7 @@ import pytest
 
 from swerl_cli.streams.records import Located, Task
 from tests.conftest import run_swerl
+from tests.sandbox.engines import DOCKER
 from tests.sandbox.images.conftest import Registry, start_registry
 
 pytestmark = pytest.mark.docker
@@ -133,7 +134,7 @@ def test_budget_evicts_least_recently_used_pulled_images_but_not_one_in_use(regi
     )
     budget = images.ImageSettings(budget_gb=2.5 * one / 1e9, log=logs.append)  # room for two, not three
     task = Task.from_json(Located("t", 1, {**toy, "image": refs[0]}))
-    with open_sandbox(task, run_id="pytest-evict", hygiene=False) as sb:
+    with open_sandbox(task, DOCKER, run_id="pytest-evict", hygiene=False) as sb:
         state = tmp_path / "images.json"  # make refs[0] the least recently used: only its use protects it
         data = orjson.loads(state.read_bytes())
         data[refs[0]]["last_used"] = 1.0

@@ -110,5 +110,5 @@ def test_an_empty_list_needs_no_engine(monkeypatch) -> None:
 
     monkeypatch.setattr(sandbox_docker, "docker_client", no_engine)
     recs: list[dict] = []
-    images.pull_many([], 4, recs.append)
+    images.pull_many([], 4, recs.append, images.ImageSettings())
     assert recs == []

@@ -41,11 +41,11 @@ def test_tasks_pull_and_collect_pull_into_podman_through_the_mirror(registry: Re
 
 
 def test_budget_evicts_podmans_least_recently_used_pulled_image(registry: Registry, toy: dict, tmp_path, monkeypatch):
-    from swerl_cli.sandbox import engine_client, images
+    from swerl_cli.sandbox import create, engine_client, images
 
     monkeypatch.setenv("SWERL_IMAGE_STATE", str(tmp_path / "images.json"))
     refs = [registry.push(toy["image"], "podman-evict-a:1"), registry.push("swerl-base", "podman-evict-b:1")]
-    client, logs = engine_client("podman"), []
+    client, logs = engine_client(create("podman")), []
     try:
         assert images.ensure_image(refs[0], images.ImageSettings(log=logs.append), client=client) == "pulled"
         one = client.api.inspect_image(refs[0])["Size"]

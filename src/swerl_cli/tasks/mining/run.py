@@ -10,13 +10,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swerl_cli.core.errors import JobLostError, SandboxError
 from swerl_cli.executor import LocalExecutor, stream_jobs
 from swerl_cli.sandbox.gitops import git_argv, git_env
 from swerl_cli.streams.records import Task
 from swerl_cli.tasks.mining.commits import Candidate, MineConfig, inspect_commit, list_commits
+
+if TYPE_CHECKING:
+    from swerl_cli.grading.config import GradeConfig
 
 _OK = frozenset({"PASSED", "XFAIL"})
 
@@ -116,11 +119,12 @@ def outcome_lists(before: list[dict[str, str]], after: list[dict[str, str]]) -> 
     return f2p, p2p, flaky
 
 
-def evaluate_candidate(task: Task, cfg: MineConfig, run_id: str) -> dict[str, Any] | str:
-    """Run the tests before and after the fix `repeats` times each; the finished task record, or a drop reason."""
-    from swerl_cli.grading.grade import GradeConfig, grade_patch
+def evaluate_candidate(task: Task, cfg: MineConfig, gcfg: GradeConfig) -> dict[str, Any] | str:
+    """Run the tests before and after the fix `repeats` times each (graded as `gcfg` says); the finished task
+    record, or a drop reason."""
+    from swerl_cli.grading.grade import grade_patch
 
-    gcfg = GradeConfig(timeout_s=cfg.timeout_s, run_id=run_id)
+    run_id = str(gcfg.run_id)
     maps: dict[str, list[dict[str, str]]] = {"before": [], "after": []}
     for _ in range(cfg.repeats):
         for state, patch in (("before", ""), ("after", task.patch or "")):
@@ -179,24 +183,30 @@ def mine_records(
     emit("candidates", (len(todo), stats))
     if not todo:
         return
+    from swerl_cli.grading.config import GradeConfig
+    from swerl_cli.sandbox import run_cleanup
+
     run_id = f"mine-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
+    gcfg = GradeConfig(timeout_s=cfg.timeout_s, run_id=run_id)  # its sandbox backend builds, runs and grades
 
     def one(cand: Candidate) -> tuple[str, dict[str, Any] | str]:
         task = task_record(cand, cfg, repo, f"swerl-mined-{image_slug(name)}:{cand.parent[:12]}", issues)
         try:
             # The whole history goes into the image (no hygiene at build): the episode's hygiene must remove it.
             built = build_image(
-                task, base_image=cfg.base_image, network=cfg.network, hygiene=False, allowed_sources=(repo,)
+                task,
+                gcfg.sandbox_backend,
+                base_image=cfg.base_image,
+                network=cfg.network,
+                hygiene=False,
+                allowed_sources=(repo,),
             )
         except SandboxError as e:
             return task.instance_id, f"error building the image: {e}"
         emit("image", (task.image, built))
-        return task.instance_id, evaluate_candidate(task, cfg, run_id)
+        return task.instance_id, evaluate_candidate(task, cfg, gcfg)
 
-    def remove_sandboxes() -> None:  # after an interrupt or failure (live sandboxes are swept first)
-        from swerl_cli.sandbox import DEFAULT_BACKEND, prune
-
-        prune(DEFAULT_BACKEND, run_id)
+    remove_sandboxes = run_cleanup(run_id, gcfg.sandbox_backend)  # after an interrupt or failure (live ones: swept)
 
     executor = LocalExecutor(cfg.workers, "swerl-mine")
     for _, outcome in stream_jobs(executor, ((c, one, (c,)) for c in todo), cleanup=remove_sandboxes):

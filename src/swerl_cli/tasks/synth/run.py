@@ -145,9 +145,10 @@ def synthesize(src: str, out: Path, cfg: SynthConfig, on_event: Event | None = N
         bundle = out / f"{image_slug(name)}.bundle"
         repo.write_bundle(snap, bundle, commit)
         base = template(name, commit, bundle, cfg)
-        emit("image", (base.image, build_image(base, base_image=cfg.base_image, allowed_sources=(out,))))
         run_id = f"synth-{time.strftime('%Y%m%d%H%M%S')}-{hashlib.sha256(str(time.time()).encode()).hexdigest()[:6]}"
         gcfg = GradeConfig(timeout_s=cfg.timeout_s or 600.0, run_id=run_id, log_tail_chars=1_000_000)
+        built = build_image(base, gcfg.sandbox_backend, base_image=cfg.base_image, allowed_sources=(out,))
+        emit("image", (base.image, built))
         passing, longest = probe.baseline(base, gcfg, run_id)
         if cfg.timeout_s is None:  # a mutant that loops forever costs this much, not the harness's default
             gcfg = replace(gcfg, timeout_s=max(30.0, round(10 * longest)))
@@ -193,7 +194,7 @@ def _kept(
     """Probe the candidates `cfg.workers` at a time; decide in candidate order, so the result does not depend on
     which probe finishes first. A function stops after `per_function` tasks, the run after `max_tasks`."""
     from swerl_cli.executor import LocalExecutor, stream_jobs
-    from swerl_cli.grading.jobs import run_cleanup
+    from swerl_cli.sandbox import run_cleanup
 
     per_fn: dict[str, int] = {}
     done = 0
@@ -215,7 +216,7 @@ def _kept(
     results: dict[int, Any] = {}
     nxt = 0
     for i, outcome in stream_jobs(
-        LocalExecutor(cfg.workers, "swerl-synth"), jobs(), cleanup=run_cleanup(run_id, gcfg.sandbox)
+        LocalExecutor(cfg.workers, "swerl-synth"), jobs(), cleanup=run_cleanup(run_id, gcfg.sandbox_backend)
     ):
         results[i] = outcome.value if not isinstance(outcome, Exception) else (None, "error")
         while nxt in results:
