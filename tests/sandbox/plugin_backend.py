@@ -4,7 +4,7 @@ parametrized over the registry, runs on it unchanged): "where to add a sandbox" 
 from __future__ import annotations
 
 from swerl_cli.sandbox import Sandbox, SandboxBackend, SandboxLimits
-from swerl_cli.sandbox.local import LocalConfig, LocalSandbox
+from swerl_cli.sandbox.local import LocalOptions, LocalSandbox
 from swerl_cli.streams.records import Task
 
 
@@ -13,9 +13,9 @@ class ScratchBackend(SandboxBackend):
 
     name = "scratch"
     uses_images = False
-    Config = LocalConfig  # its one option is the local backend's: where the task repositories are (--repo-dir)
+    Options = LocalOptions  # its one option is the local backend's: where the task repositories are (--repo-dir)
 
     def start(
         self, task: Task, limits: SandboxLimits | None, run_id: str | None, env: dict[str, str] | None
     ) -> Sandbox:
-        return LocalSandbox(task, limits, run_id, env, repo_dir=self.config.repo_dir)
+        return LocalSandbox(task, limits, run_id, env, repo_dir=self.options.repo_dir)

@@ -54,7 +54,8 @@ def run_jobs_on(
     """
     from swerl_cli.agent.loop import EpisodeResult, initial_messages
     from swerl_cli.agent.prompts import load_prompts
-    from swerl_cli.collect.episode import episode_record, job_sampling, no_episode_stats
+    from swerl_cli.collect.episode import episode_error, episode_record, job_sampling, no_episode_stats
+    from swerl_cli.core.config_stop import ConfigErrorStop
     from swerl_cli.sandbox import run_cleanup
 
     event = on_event or (lambda kind, payload: None)
@@ -62,6 +63,7 @@ def run_jobs_on(
     event("plan", len(jobs))
 
     count = 0
+    stop = ConfigErrorStop(episode_error)
     # Container labels carry the run name, which other collects may share: only sandboxes whose owner is gone go.
     stale = run_cleanup(cfg.run, cfg.sandbox_backend, stale_only=True)
     submitted = ((job, episode_job, (job, cfg, shipped)) for job in jobs)
@@ -75,7 +77,9 @@ def run_jobs_on(
             record["node"] = None
         else:
             record = {**outcome.value, "node": outcome.node}
-        emit(record)
-        count += 1
+        for out in stop.push(record):  # the first episodes all failing on the configuration end the run
+            emit(out)
+            count += 1
         event("end", record)
+    stop.finish()
     return count

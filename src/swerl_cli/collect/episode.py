@@ -52,6 +52,12 @@ def episode_record(job: Job, cfg: CollectConfig, policy: Policy, sampling: Sampl
     )
 
 
+def episode_error(record: dict[str, Any]) -> str | None:
+    """The error of a failed episode's record (`TypeName: message`), None for any other."""
+    error = record.get("error")
+    return str(error) if record.get("exit_status") == "error" and error else None
+
+
 def no_episode_stats() -> dict[str, Any]:
     """The `stats` of an episode that never ran (a refused row, a job lost with its node): every count 0."""
     stats: dict[str, Any] = dict.fromkeys(("turns", "format_errors", "tokens_prompt", "tokens_generated"), 0)

@@ -11,10 +11,11 @@ from typing import Any
 
 from swerl_cli.agent.prompts import PromptConfig, load_prompts
 from swerl_cli.collect.config import CollectConfig
-from swerl_cli.collect.episode import close_when_started, play_job, start_job_sandbox
+from swerl_cli.collect.episode import close_when_started, episode_error, play_job, start_job_sandbox
 from swerl_cli.collect.plan import Job, plan_jobs
 from swerl_cli.collect.policy import build_policy
 from swerl_cli.core import aio
+from swerl_cli.core.config_stop import ConfigErrorStop
 from swerl_cli.core.errors import SwerlError
 from swerl_cli.executor import this_node
 from swerl_cli.policy.base import Policy
@@ -182,11 +183,13 @@ def run_jobs(
     """Run jobs from `plan_jobs` (planning first validates the whole input before anything is written)."""
     collector = Collector(cfg, policy or build_policy(cfg), emit, on_event)
     count = 0
+    stop = ConfigErrorStop(episode_error)  # the first episodes all failing on the configuration end the run
 
     def counted(record: dict[str, Any]) -> None:
         nonlocal count
-        emit(record)
-        count += 1
+        for out in stop.push(record):
+            emit(out)
+            count += 1
 
     collector.emit = counted
 
@@ -201,6 +204,7 @@ def run_jobs(
     cfg.sandbox_backend.remove_stale(cfg.run)  # left by an earlier run of this name that was killed (SIGKILL, OOM)
     try:
         aio.run(main())
+        stop.finish()
     finally:
         from swerl_cli.sandbox import lifecycle
 

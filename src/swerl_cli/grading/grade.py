@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from swerl_cli.core.errors import SandboxError
+from swerl_cli.core.errors import ConfigError, SandboxError
 from swerl_cli.grading import guard, infra
 from swerl_cli.grading.attribution import cached_control, control_key, control_problem, decide
 from swerl_cli.grading.audit import Finding, as_record, audit_repo, enforce
@@ -92,13 +92,17 @@ def _open(task: Task, cfg: GradeConfig, run_id: str) -> contextlib.AbstractConte
 
 
 def grade_patch(task: Task, patch: str | None, cfg: GradeConfig, run_id: str) -> dict[str, Any]:
-    """The `grade` object for `patch` applied to `task`; never raises for sandbox failures (status error)."""
+    """The `grade` object for `patch` applied to `task`; never raises for sandbox failures (status error). A
+    configuration error of the sandbox (the local backend's --repo-dir has no clone of the task's repo) is this
+    record's error too, named `ConfigError: ...`: a run whose first jobs all fail so stops (core/config_stop.py)."""
     t0 = time.monotonic()
     try:
         with _open(task, cfg, run_id) as sb:
             return enforce(_grade_in(sb, task, patch or "", cfg, t0, run_id), cfg.mode)
     except SandboxError as e:
         return _grade("error", t0, error=str(e))
+    except ConfigError as e:
+        return _grade("error", t0, error=f"ConfigError: {e}")
 
 
 def _tail(text: str, n: int) -> str:

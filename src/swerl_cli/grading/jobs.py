@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from swerl_cli.core.config_stop import ConfigErrorStop
 from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, episode_error_grade, error_grade, grade_patch
@@ -152,6 +153,7 @@ def grade_records(
                 continue
             yield job, grade_patch, (job.task, job.patch, cfg, run_id)
 
+    stop = ConfigErrorStop(grade_error, "grading jobs")  # the first jobs all failing on the configuration: stop
     for job, outcome in stream_jobs(
         ex,
         jobs(),
@@ -159,8 +161,16 @@ def grade_records(
         stale_cleanup=run_cleanup(run_id, backend, stale_only=True),
     ):
         if isinstance(outcome, JobLostError):
-            yield graded_record(job, error_grade(f"JobLostError: {outcome}"))
+            record = graded_record(job, error_grade(f"JobLostError: {outcome}"))
         elif outcome.node is None:  # decided without a sandbox
-            yield graded_record(job, outcome.value)
+            record = graded_record(job, outcome.value)
         else:
-            yield graded_record(job, {**outcome.value, "node": outcome.node})
+            record = graded_record(job, {**outcome.value, "node": outcome.node})
+        yield from stop.push(record)
+    stop.finish()
+
+
+def grade_error(record: dict[str, Any]) -> str | None:
+    """The error of a graded record whose grade is an error, None for any other."""
+    grade = record.get("grade") or {}
+    return str(grade["error"]) if grade.get("status") == "error" and grade.get("error") else None

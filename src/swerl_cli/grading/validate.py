@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from swerl_cli.core.config_stop import PREFIX, ConfigErrorStop
 from swerl_cli.core.errors import JobLostError
 from swerl_cli.executor import open_executor, stream_jobs
 from swerl_cli.grading.grade import GradeConfig, error_grade, grade_patch
@@ -58,6 +59,7 @@ def validate_tasks(
     runs: dict[int, dict[str, list[dict[str, Any]]]] = {}
     nodes: dict[int, set[str]] = {}
     ready = 0  # tasks before this index have been yielded
+    stop = ConfigErrorStop(validation_error, "tasks")  # the first tasks all failing on the configuration: stop
     for (i, kind), outcome in stream_jobs(
         ex,
         jobs,
@@ -75,8 +77,15 @@ def validate_tasks(
             task, done = tasks[ready], runs.pop(ready)
             out = task.to_json()
             out["validation"] = {**summarize(task, done["gold"], done["empty"]), "nodes": sorted(nodes.pop(ready, ()))}
-            yield out
+            yield from stop.push(out)
             ready += 1
+    stop.finish()
+
+
+def validation_error(record: dict[str, Any]) -> str | None:
+    """The error of a validated task whose every error is a configuration error, None for any other."""
+    errors = record["validation"]["errors"]
+    return str(errors[0]) if errors and all(str(e).startswith(PREFIX) for e in errors) else None
 
 
 def split_tasks(rows: Iterable[Located], images: bool) -> tuple[list[Task], list[dict[str, Any]]]:

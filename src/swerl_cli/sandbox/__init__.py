@@ -20,7 +20,8 @@ BACKENDS = Registry(
         "docker": "swerl_cli.sandbox.engine:DockerBackend",
         "podman": "swerl_cli.sandbox.podman:PodmanBackend",
         "local": "swerl_cli.sandbox.local:LocalBackend",
-    }
+    },
+    unknown="unknown sandbox backend {name!r}; choose one of {choices}",
 )
 register_backend = BACKENDS.register  # add (or replace) a backend as `"module:Class"`
 DEFAULT_BACKEND = "docker"  # the default of the commands' --sandbox flag
@@ -48,7 +49,7 @@ __all__ = [
 
 def choices() -> list[str]:
     """The registered backends, in registration order (the built-in ones first)."""
-    return list(BACKENDS)
+    return BACKENDS.choices()
 
 
 def one_of(names: list[str] | None = None) -> str:
@@ -58,19 +59,19 @@ def one_of(names: list[str] | None = None) -> str:
 
 
 def backend_class(name: str) -> type[SandboxBackend]:
-    """The class registered as `name`; ConfigError naming the choices otherwise."""
-    cls: type[SandboxBackend] = BACKENDS.load(
-        name, f"unknown sandbox backend {name!r}; choose one of {', '.join(BACKENDS)}"
-    )
+    """The class registered as `name` (for its class facts: `uses_images`, `isolated`); ConfigError naming the
+    choices otherwise."""
+    cls: type[SandboxBackend] = BACKENDS.cls(name)
     return cls
 
 
 def create(name: str, *, log: Callable[[str], None] | None = None, **options: Any) -> SandboxBackend:
-    """The backend `name`, configured by its own `Config` read from `options` by name (a command's settings: other
+    """The backend `name`, built from its own `Options` read by name from `options` (a command's settings: other
     names and None values are ignored). A command builds it once and passes the object; `log` reports its image
     pulls and evictions."""
-    cls = backend_class(name)
-    return cls(cls.Config.from_options(**options), log)
+    backend: SandboxBackend = BACKENDS.create(name, **options)
+    backend.log = log
+    return backend
 
 
 def from_config(cfg: Any) -> SandboxBackend:

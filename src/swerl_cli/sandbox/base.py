@@ -60,23 +60,29 @@ class Sandbox(Protocol):
 class SandboxBackend:
     """One kind of sandbox, registered by short name in `swerl_cli.sandbox.BACKENDS` (docs/architecture.md).
 
-    A backend owns its typed `Config` (a frozen `core.plugins.Options` dataclass: `Config.from_options(**options)`
-    reads its fields by name from a command's settings), starts sandboxes, and removes the ones a run left behind.
-    A command builds it once (`swerl_cli.sandbox.create`) and passes the object; it is picklable, so a cluster's
-    workers get the same one. `log` (where image pulls are reported) stays in the process that set it.
-    `uses_images` says whether tasks' `image` fields reach an engine (checked per row, pulled ahead by collect).
-    `isolated` says that a sandbox's processes are its own (a container's PID namespace), so grading may kill every
-    process in it after the tests; False (the default) for anything that runs on the host.
+    A backend owns its typed `Options` (a frozen `core.plugins.Options` dataclass whose fields are read by name from
+    a command's settings: `Options.from_options(**settings)`), starts sandboxes, and removes the ones a run left
+    behind. A command builds it once (`swerl_cli.sandbox.create`, which the registry's `create(options)` serves) and
+    passes the object; it is picklable, so a cluster's workers get the same one. `log` (where image pulls are
+    reported) stays in the process that set it. `uses_images` says whether tasks' `image` fields reach an engine
+    (checked per row, pulled ahead by collect). `isolated` says that a sandbox's processes are its own (a
+    container's PID namespace), so grading may kill every process in it after the tests; False (the default) for
+    anything that runs on the host.
     """
 
     name = ""
     uses_images = True
     isolated = False
-    Config: type[Any]
+    Options: type[Any]
 
-    def __init__(self, config: Any = None, log: Callable[[str], None] | None = None):
-        self.config = config if config is not None else self.Config.from_options()
+    def __init__(self, options: Any = None, log: Callable[[str], None] | None = None):
+        self.options = options if options is not None else self.Options.from_options()
         self.log = log
+
+    @classmethod
+    def create(cls, options: Any) -> SandboxBackend:
+        """The backend of these options (what `Registry.create` calls)."""
+        return cls(options)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "log": None}  # a console or a progress bar stays where it was set

@@ -21,7 +21,7 @@ from swerl_cli.streams.records import Task
 
 
 @dataclass(frozen=True, slots=True)
-class DockerConfig(Options):
+class DockerOptions(Options):
     """The docker backend's options, read by name from a command's settings (flags `--registry`, `--pull/--no-pull`,
     `--image-budget-gb`): where task images come from and how much disk they may take. `engine_url` None means
     DOCKER_HOST (or the default socket), as the docker CLI does."""
@@ -46,13 +46,13 @@ class DockerBackend(SandboxBackend):
     engine = "Docker"
     uses_images = True
     isolated = True
-    Config: type[Any] = DockerConfig
+    Options: type[Any] = DockerOptions
 
     def client(self) -> Any:
         """The engine's shared SDK client; SandboxError when it does not answer."""
         from swerl_cli.sandbox.docker import docker_client
 
-        url = self.config.engine_url
+        url = self.options.engine_url
         return docker_client(url, self.engine) if url else docker_client()
 
     def unavailable(self) -> str | None:
@@ -65,7 +65,7 @@ class DockerBackend(SandboxBackend):
 
     def image_settings(self) -> ImageSettings:
         """Mirror, pull policy and disk budget of this backend's images, reported to its `log`."""
-        settings: ImageSettings = self.config.image_settings(self.log)
+        settings: ImageSettings = self.options.image_settings(self.log)
         return settings
 
     def host_options(self) -> dict[str, Any]:
@@ -113,7 +113,7 @@ class DockerBackend(SandboxBackend):
         """`image` on the configured mirror, if any, its tag spelled out (images.resolve)."""
         from swerl_cli.sandbox import images
 
-        return images.resolve(image, self.config.registry)
+        return images.resolve(image, self.options.registry)
 
     def ensure_image(self, image: str) -> str:
         """Pull `image` into this engine when it is missing (images.ensure_image, under this backend's settings)."""

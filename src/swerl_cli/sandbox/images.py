@@ -1,7 +1,7 @@
 """Task images: pull a missing one (docker SDK, the user's credentials), point names at a mirror, and keep the
 images swerl pulled under a disk budget (image_budget.py); reference parsing and mirror names are image_names.py.
 
-The settings are the image-using backend's own options (engine.py `DockerConfig`: registry, pull, image_budget_gb,
+The settings are the image-using backend's own options (engine.py `DockerOptions`: registry, pull, image_budget_gb,
 built from a command's flags), handed to every call here as an `ImageSettings`; nothing is process-wide but the
 pull locks. Pulls of one image are serialised (a second episode on it waits for the first pull); different images
 pull in parallel.

@@ -127,12 +127,12 @@ class LocalSandbox(ShellSandbox):
         repo_dir: str | None = None,
     ):
         global _warned
+        src = find_repo(task, repo_dir)  # first: a run that cannot start any sandbox says that, not the warning
         if not _warned:
             print(WARNING, file=sys.stderr, flush=True)  # noqa: T201 - the loud warning is the point
             _warned = True
         self.task = task
         self.limits = limits or SandboxLimits()
-        src = find_repo(task, repo_dir)
         self.root = Path(tempfile.mkdtemp(prefix="swerl-local-"))
         self.workdir = str(self.root / "repo")
         self._closed = False
@@ -169,7 +169,7 @@ def _clone_at(src: Path, dest: Path, commit: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class LocalConfig(Options):
+class LocalOptions(Options):
     """Where the task repositories are (`--repo-dir`, read by name from a command's settings)."""
 
     repo_dir: str | None = None
@@ -187,12 +187,12 @@ class LocalBackend(SandboxBackend):
 
     name = "local"
     uses_images = False
-    Config = LocalConfig
+    Options = LocalOptions
 
     def check_ready(self) -> None:
         """The local backend clones from `repo_dir`: without it (or with a path that is not a directory) no
         sandbox can start."""
-        repo_dir = self.config.repo_dir
+        repo_dir = self.options.repo_dir
         if not repo_dir:
             raise ConfigError(f"field 'repo_dir': --sandbox local needs --repo-dir. {REPO_DIR_HELP}")
         if not Path(repo_dir).is_dir():
@@ -202,4 +202,4 @@ class LocalBackend(SandboxBackend):
         self, task: Task, limits: SandboxLimits | None, run_id: str | None, env: dict[str, str] | None
     ) -> Sandbox:
         """A LocalSandbox of `task` from the configured repo_dir."""
-        return LocalSandbox(task, limits, run_id, env, repo_dir=self.config.repo_dir)
+        return LocalSandbox(task, limits, run_id, env, repo_dir=self.options.repo_dir)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swerl_cli.core.errors import SandboxError
-from swerl_cli.sandbox.engine import DockerBackend, DockerConfig
+from swerl_cli.sandbox.engine import DockerBackend, DockerOptions
 
 # Podman sets its own RLIMIT_NPROC to this when it starts (seen on 4.3.1), and its containers get 1048576 for
 # nproc and nofile unless told otherwise; where the host withholds CAP_SYS_RESOURCE (a nested machine) the runtime
@@ -34,7 +34,7 @@ def default_url() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class PodmanConfig(DockerConfig):
+class PodmanOptions(DockerOptions):
     """The docker backend's options (mirror, pulls, image budget), where podman's API socket is, and the file and
     process limits its containers get."""
 
@@ -44,7 +44,7 @@ class PodmanConfig(DockerConfig):
     allow_no_limits: bool = False
 
     @classmethod
-    def from_options(cls, **options: Any) -> PodmanConfig:
+    def from_options(cls, **options: Any) -> PodmanOptions:
         """The options given (a command's settings, by name), the rest from the environment: the socket (see
         `default_url`), nofile (this process's own soft limit), and SWERL_PODMAN_NO_LIMITS=1, which accepts rootless
         podman on cgroups v1 (it cannot enforce limits)."""
@@ -54,7 +54,7 @@ class PodmanConfig(DockerConfig):
         env: dict[str, Any] = {"engine_url": default_url(), "nofile": nofile, "allow_no_limits": allow}
         given = {k: v for k, v in options.items() if v is not None}
         # super() with its arguments: a slots dataclass is a new class, which the no-argument form does not know
-        return super(PodmanConfig, cls).from_options(**{**env, **given})
+        return super(PodmanOptions, cls).from_options(**{**env, **given})
 
 
 class PodmanBackend(DockerBackend):
@@ -62,20 +62,20 @@ class PodmanBackend(DockerBackend):
 
     name = "podman"
     engine = "podman"
-    Config = PodmanConfig
+    Options = PodmanOptions
 
     def client(self) -> Any:
         """The client of podman's socket, once checked that the engine enforces the sandbox's limits."""
         client = super().client()
-        if not self.config.allow_no_limits:
-            check_limits(client, str(self.config.engine_url))
+        if not self.options.allow_no_limits:
+            check_limits(client, str(self.options.engine_url))
         return client
 
     def host_options(self) -> dict[str, Any]:
         """Limits the runtime can set without CAP_SYS_RESOURCE (podman's defaults need it)."""
         import docker
 
-        cfg = self.config
+        cfg = self.options
         return {
             "ulimits": [
                 docker.types.Ulimit(name="nofile", soft=cfg.nofile, hard=cfg.nofile),

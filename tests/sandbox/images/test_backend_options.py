@@ -28,8 +28,8 @@ def test_docker_backend_built_from_options_carries_the_image_settings() -> None:
 def test_podman_backend_reads_the_same_options_and_its_socket_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("SWERL_PODMAN_URL", "unix:///tmp/swerl-test-podman.sock")
     backend = create("podman", registry="mirror.local:5000/ns", image_budget_gb=1.0)
-    assert backend.config.engine_url == "unix:///tmp/swerl-test-podman.sock"
-    assert (backend.config.registry, backend.config.image_budget_gb, backend.config.pull) == (
+    assert backend.options.engine_url == "unix:///tmp/swerl-test-podman.sock"
+    assert (backend.options.registry, backend.options.image_budget_gb, backend.options.pull) == (
         "mirror.local:5000/ns",
         1.0,
         True,
@@ -46,7 +46,7 @@ def test_commands_configs_build_their_backend_once_with_their_image_flags() -> N
     ):
         backend = cfg.sandbox_backend
         assert backend.name == "podman"
-        assert (backend.config.registry, backend.config.pull) == ("m.local:5000/a", False)
+        assert (backend.options.registry, backend.options.pull) == ("m.local:5000/a", False)
         assert cfg.sandbox_backend is backend  # built once, with the config
 
 
@@ -55,7 +55,7 @@ def test_a_pickled_backend_keeps_its_options_and_leaves_its_log_behind() -> None
     backend = create("docker", registry="mirror.local:5000/ns", pull=False, log=logs.append)
     assert backend.image_settings().log is not None  # type: ignore[attr-defined]
     shipped = pickle.loads(pickle.dumps(backend))  # what a Ray worker receives
-    assert shipped.config == backend.config
+    assert shipped.options == backend.options
     assert shipped.log is None
 
 
