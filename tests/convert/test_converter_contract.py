@@ -111,5 +111,5 @@ def test_an_unknown_option_in_a_config_section_is_one_line(name):
 def test_an_unknown_converter_is_one_line_naming_the_choices():
     with pytest.raises(ConfigError) as info:
         create("nope")
-    assert one_line(info.value) == f"unknown format 'nope'; choose one of {', '.join(NAMES)}"
+    assert one_line(info.value) == f"unknown format 'nope'; choose one of {', '.join(choices())}"
     assert not isinstance(info.value, InputError)

@@ -11,8 +11,14 @@ from swerl_cli import policy, sandbox
 from swerl_cli.sandbox import DEFAULT_BACKEND, backend_class, one_of
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "swerl_cli"
-# The same words meaning something else: validate's gold patch run, the vllm package's install line and config table.
-NOT_A_BACKEND = {("grading/validate.py", "gold"), ("core/errors.py", "vllm"), ("core/model_dir.py", "vllm")}
+# The same words meaning something else: validate's gold patch run, the vllm package's install line and config table,
+# collect's `--replay FILE` option.
+NOT_A_BACKEND = {
+    ("grading/validate.py", "gold"),
+    ("core/errors.py", "vllm"),
+    ("core/model_dir.py", "vllm"),
+    ("collect/config.py", "replay"),
+}
 
 
 def _named(package: str, names: set[str]) -> list[str]:

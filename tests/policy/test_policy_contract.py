@@ -73,4 +73,4 @@ def test_an_unknown_option_in_a_config_section_is_one_line(name):
 def test_an_unknown_backend_is_one_line_naming_the_choices():
     with pytest.raises(ConfigError) as info:
         create("no-such-policy")
-    assert one_line(info.value) == f"unknown policy 'no-such-policy'; choose one of {', '.join(NAMES)}"
+    assert one_line(info.value) == f"unknown policy 'no-such-policy'; choose one of {', '.join(choices())}"

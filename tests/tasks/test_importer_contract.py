@@ -80,4 +80,4 @@ def test_an_unknown_option_in_a_config_section_is_one_line(name):
 def test_an_unknown_importer_is_one_line_naming_the_choices():
     with pytest.raises(ConfigError) as info:
         create("nope")
-    assert one_line(info.value) == f"--dataset must be one of auto, {', '.join(NAMES)}; got 'nope'"
+    assert one_line(info.value) == f"--dataset must be one of auto, {', '.join(choices())}; got 'nope'"

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swerl_cli.agent.loop import AgentSettings
+from swerl_cli.collect.policy_section import flatten_policy
 from swerl_cli.core.config import check_positive, flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
 from swerl_cli.policy import BACKENDS as POLICIES
-from swerl_cli.policy import DEFAULT_POLICY
+from swerl_cli.policy import DEFAULT_POLICY, option_field
 from swerl_cli.policy.base import Sampling
 from swerl_cli.policy.checks import check_base_url, check_device_name
 from swerl_cli.policy.engine_size import DTYPES
@@ -38,21 +39,13 @@ class CollectConfig(JobSettings):
     policy: str = flag(
         DEFAULT_POLICY, f"Policy backend: {', '.join(POLICIES)} (the default, {DEFAULT_POLICY}, needs --base-url)."
     )
-    model: str | None = flag(None, "Model name (openai) or checkpoint directory (hf, vllm).")
-    base_url: tuple[str, ...] = flag(
-        (), "OpenAI-compatible base URL (http(s)://…/v1), required by the openai policy; repeat to spread load."
-    )
-    replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
-    gold_mistakes: float = flag(
-        0.0,
-        "gold-steps: share of episodes (0-1) whose first edit is a typical mistake, corrected in the next turn; "
-        "the mistaken turn is marked masked, so training learns the correction only.",
-    )
-    policy_version: str | None = flag(
-        None,
-        "Checkpoint identity recorded in policy.version and each turn's policy_version; 'server' (openai): read "
-        "each turn's from the server's GET /weight_info (the async loop).",
-    )
+    # The policy options: each field's default and help are the backends' own (`policy.option_field`); YAML may
+    # also group them as `policy: {name: vllm, tensor_parallel_size: 2}` (collect/policy_section.py).
+    model: str | None = option_field("model")
+    base_url: tuple[str, ...] = option_field("base_url")
+    replay: str | None = option_field("replay")
+    gold_mistakes: float = option_field("gold_mistakes")
+    policy_version: str | None = option_field("policy_version")
     samples: int = flag(1, "Samples per task (the group size G).")
     concurrency: int = flag(4, "Episodes running at once.")
     prefetch: int | None = flag(None, "Sandboxes started ahead for queued episodes (default: --concurrency; 0 = off).")
@@ -88,20 +81,16 @@ class CollectConfig(JobSettings):
         "Episode user (default: the image's, unprivileged `swerl` in images swerl builds; root is an explicit choice).",
         metavar="USER",
     )
-    request_timeout_s: float = flag(600.0, "Hard timeout of one policy request.")
-    max_retries: int = flag(5, "Retries of a failed policy request (429/5xx/connection).")
-    device: str = flag("cpu", "Device of the hf policy (cpu, cuda, cuda:N).")
-    dtype: str = flag(  # the sampler's (hf, vllm)
-        "auto",
-        "Sampler dtype of the hf and vllm policies: auto (default: the trainer's, fp32 on CPU, bf16 on CUDA), "
-        "float32 (fp32), bfloat16 (bf16), float16 (fp16).",
-    )
-    tensor_parallel_size: int = flag(1, "GPUs per vLLM engine (vllm policy).")
-    gpu_memory_utilization: float = flag(0.9, "Share of GPU memory vLLM may take (vllm policy; default 0.9).")
-    api_key: str | None = None
-    vllm_engine_args: dict[str, Any] | None = None  # any other AsyncEngineArgs field
-    vllm_extras: bool = True
-    backoff_s: float = 1.0
+    request_timeout_s: float = option_field("request_timeout_s")
+    max_retries: int = option_field("max_retries")
+    device: str = option_field("device")
+    dtype: str = option_field("dtype")  # the sampler's (hf, vllm)
+    tensor_parallel_size: int = option_field("tensor_parallel_size")
+    gpu_memory_utilization: float = option_field("gpu_memory_utilization")
+    api_key: str | None = option_field("api_key")
+    vllm_engine_args: dict[str, Any] | None = option_field("vllm_engine_args")  # any other AsyncEngineArgs field
+    vllm_extras: bool = option_field("vllm_extras")
+    backoff_s: float = option_field("backoff_s")
     window: int = _AGENT.window
     memory_mb: int = 4096
     cpus: float = 1.0
@@ -155,6 +144,11 @@ class CollectConfig(JobSettings):
                 f"field 'gpu_memory_utilization': a share of GPU memory, 0 < x <= 1; got {self.gpu_memory_utilization}"
             )
         self.shard_index()
+
+    @classmethod
+    def flatten_sections(cls, data: dict[str, Any], source: str) -> dict[str, Any]:
+        """A config file's `policy:` section (name + that backend's options) as the flat fields it stands for."""
+        return flatten_policy(data, source, {f.name for f in dataclasses.fields(cls)})
 
     def shard_index(self) -> tuple[int, int] | None:
         """(i, n) from `--shard i/n`, or None."""

@@ -164,7 +164,9 @@ def _coerce(source: str, name: str, value: Any, annotation: Any) -> Any:
 
 
 def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any) -> C:
-    """Build `cls` from defaults < YAML file at `path` < flags that are not None."""
+    """Build `cls` from defaults < YAML file at `path` < flags that are not None. A config class may define
+    `flatten_sections(data, source) -> data`, which turns the YAML mapping's sections into its flat fields first
+    (`CollectConfig`: `policy: {name: vllm, tensor_parallel_size: 2}`)."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
     hints = typing.get_type_hints(cls)
@@ -173,7 +175,9 @@ def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any
     given: set[str] = set()
     if path is not None:
         source = str(path)
-        for key, value in load_yaml(path).items():
+        data = load_yaml(path)
+        flatten = getattr(cls, "flatten_sections", None)  # a config whose YAML may group fields in sections
+        for key, value in (flatten(data, source) if flatten is not None else data).items():
             name = str(key).replace("-", "_")
             if name not in fields:
                 close = ", ".join(sorted(f for f in fields if f[:3] == name[:3])) or "see the docs"

@@ -7,8 +7,10 @@ Each backend is a `PolicyBackend` (base.py) with its own typed `Options`, built 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from swerl_cli.core.config import FLAG
 from swerl_cli.core.plugins import Registry
 from swerl_cli.policy.base import PolicyBackend, PolicyOptions
 
@@ -25,6 +27,8 @@ BACKENDS = Registry(
 )
 register_policy = BACKENDS.register  # add (or replace) a backend as `"module:Class"` (a PolicyBackend subclass)
 DEFAULT_POLICY = "openai"
+BUILTIN = tuple(BACKENDS)
+OPTION = "swerl.policy_option"  # the metadata key that marks a command config's field as a policy option
 
 __all__ = [
     "BACKENDS",
@@ -33,6 +37,7 @@ __all__ = [
     "PolicyOptions",
     "choices",
     "create",
+    "option_field",
     "register_policy",
 ]
 
@@ -50,3 +55,15 @@ def create(name: str, **options: Any) -> PolicyBackend:
     """
     backend: PolicyBackend = BACKENDS.create(name, **options)
     return backend
+
+
+def option_field(name: str) -> Any:
+    """A command config's field for the policy option `name`, as the built-in backends declare it: their default and,
+    where one declares it as a flag, its help (`core.config.flag`), so the command declares neither again
+    (`collect/config.py`: `model: str | None = option_field("model")`). Every backend with the option declares the
+    same default (tests/collect/test_policy_options.py compares them)."""
+    found = [f for n in BUILTIN for f in dataclasses.fields(BACKENDS.cls(n).Options) if f.name == name]
+    if not found:
+        raise KeyError(f"no built-in policy backend has an option {name!r}")
+    declared = next((f for f in found if FLAG in f.metadata), found[0])
+    return dataclasses.field(default=declared.default, metadata={**declared.metadata, OPTION: True})

@@ -12,14 +12,15 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from swerl_cli.core.aio import within
 from swerl_cli.core.errors import PolicyError
 from swerl_cli.policy.base import ContextLimitError
 from swerl_cli.policy.checks import check_base_url
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -64,6 +65,8 @@ class Endpoints:
     def client(self) -> httpx.AsyncClient:
         """The HTTP client (made on first use, inside the event loop that uses it)."""
         if self._client is None:
+            import httpx  # here, not at import: `swerl collect --help` builds the policy options without it
+
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
             self._client = httpx.AsyncClient(
@@ -108,6 +111,8 @@ class Endpoints:
     ) -> tuple[T | None, str | None]:
         """One request to URL `i`: (parsed, None), or (None, why) for a failure worth retrying; a context overflow
         or another 4xx is raised at once."""
+        import httpx
+
         url = f"{server_root(self.urls[i]) if root else self.urls[i]}{path}"
         self._in_flight[i] += 1
         t0 = time.perf_counter()

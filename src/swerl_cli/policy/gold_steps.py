@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.policy import PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, assistant_turns
@@ -181,7 +182,11 @@ def picked(instance_id: str, sample: int, share: float) -> bool:
 class GoldStepsOptions(PolicyOptions):
     """`--gold-mistakes P`: the share of episodes whose first edit is a corrected mistake (0: none)."""
 
-    gold_mistakes: float = 0.0
+    gold_mistakes: float = flag(
+        0.0,
+        "gold-steps: share of episodes (0-1) whose first edit is a typical mistake, corrected in the next turn; "
+        "the mistaken turn is marked masked, so training learns the correction only.",
+    )
 
 
 class GoldStepsPolicy(GoldPolicy):

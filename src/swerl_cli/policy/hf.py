@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.checks import require_device
 from swerl_cli.policy.engine_size import sampler_dtype
+from swerl_cli.policy.flags import DTYPE, MODEL, POLICY_VERSION
 from swerl_cli.policy.tokens import TurnPrompter
 from swerl_cli.policy.turns import finish_turn, local_prompter, parse_tool_calls
 
@@ -47,10 +49,10 @@ def forward_logprobs(model: str, ids: list[int]) -> list[float]:
 class HFOptions(PolicyOptions):
     """`--model`, `--device`, `--dtype` (the sampler's; auto = the trainer's) and `--policy-version`."""
 
-    model: str | None = None
-    device: str = "cpu"
-    dtype: str = "auto"
-    policy_version: str | None = None
+    model: str | None = flag(None, MODEL)
+    device: str = flag("cpu", "Device of the hf policy (cpu, cuda, cuda:N).")
+    dtype: str = flag("auto", DTYPE)  # the sampler's
+    policy_version: str | None = flag(None, POLICY_VERSION)
 
 
 class HFPolicy(PolicyBackend):

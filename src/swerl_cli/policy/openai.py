@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from swerl_cli.core.aio import within
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import PolicyError, UsageError
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.endpoints import Endpoints, server_root
+from swerl_cli.policy.flags import MODEL, POLICY_VERSION
 from swerl_cli.policy.openai_wire import (
     chat_body,
     parse_response,
@@ -43,14 +43,16 @@ SERVER_VERSION = "server"  # --policy-version server: read each turn's version f
 class OpenAIOptions(PolicyOptions):
     """The served model's name, the `--base-url`s, the key, the retry settings and `--policy-version`."""
 
-    model: str | None = None
-    base_url: Sequence[str] = ()
+    model: str | None = flag(None, MODEL)
+    base_url: Sequence[str] = flag(
+        (), "OpenAI-compatible base URL (http(s)://…/v1), required by the openai policy; repeat to spread load."
+    )
     api_key: str | None = None
-    request_timeout_s: float = 600.0
-    max_retries: int = 5
+    request_timeout_s: float = flag(600.0, "Hard timeout of one policy request.")
+    max_retries: int = flag(5, "Retries of a failed policy request (429/5xx/connection).")
     backoff_s: float = 1.0
     vllm_extras: bool = True
-    policy_version: str | None = None
+    policy_version: str | None = flag(None, POLICY_VERSION)
 
 
 class OpenAIPolicy(PolicyBackend):
@@ -153,6 +155,8 @@ class OpenAIPolicy(PolicyBackend):
 
     async def _server_version(self) -> str:
         """The weight version the (first) server reports at GET /weight_info (set by policy/refresh.py)."""
+        import httpx  # imported by the first request (endpoints.py), not at import: see there
+
         url = f"{server_root(self.base_urls[0])}/weight_info"
         try:
             resp = await within(self.endpoints.client().get(url), self._probe_timeout_s())
@@ -171,6 +175,8 @@ class OpenAIPolicy(PolicyBackend):
         The first URL that answers decides; None (ask again next turn) when none answers."""
         if not self.vllm_extras:
             return False
+        import httpx
+
         client = self.endpoints.client()
         body = {"model": self.model, "prompt": "a", "add_special_tokens": False}
         for base in self.base_urls:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError, PolicyError
 from swerl_cli.policy import PolicyOptions
 from swerl_cli.policy.base import Completion, EpisodeInfo, ScriptedBackend, identity
@@ -16,7 +17,7 @@ from swerl_cli.streams.records import require
 class ReplayOptions(PolicyOptions):
     """`--replay FILE`: the trajectory records to re-play."""
 
-    replay: str | None = None
+    replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
 
 
 class ReplayPolicy(ScriptedBackend):

@@ -16,11 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from swerl_cli.core.config import flag
 from swerl_cli.core.errors import ConfigError, PolicyError, require_modules
 from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
 from swerl_cli.policy import PolicyBackend, PolicyOptions
 from swerl_cli.policy.base import Completion, ContextLimitError, EpisodeInfo, Sampling, identity, reply_budget
 from swerl_cli.policy.engine_size import KV_ENV, kv_cache_gib, max_positions, sampler_dtype, whole_prefills
+from swerl_cli.policy.flags import DTYPE, MODEL, POLICY_VERSION
 from swerl_cli.policy.tokens import TurnPrompter
 from swerl_cli.policy.turns import finish_turn, local_prompter, parse_tool_calls
 from swerl_cli.policy.waiting import announced
@@ -31,11 +33,12 @@ class VLLMOptions(PolicyOptions):
     """The checkpoint, the GPU flags, the sampler dtype, the episode budget and concurrency the engine is sized
     for, and any other `AsyncEngineArgs` field (`vllm_engine_args`, YAML only)."""
 
-    model: str | None = None
-    policy_version: str | None = None
-    dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
+    model: str | None = flag(None, MODEL)
+    policy_version: str | None = flag(None, POLICY_VERSION)
+    dtype: str = flag("auto", DTYPE)
+    tensor_parallel_size: int = flag(1, "GPUs per vLLM engine (vllm policy).")
+    gpu_memory_utilization: float = flag(0.9, "Share of GPU memory vLLM may take (vllm policy; default 0.9).")
+    # collect's own settings, which the engine is sized by (their defaults there are collect's)
     max_context_tokens: int = 65536
     concurrency: int = 1
     vllm_engine_args: Mapping[str, Any] | None = None
