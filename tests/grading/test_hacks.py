@@ -1,8 +1,9 @@
 """The reward-hacking corpus (tests/grading/hacks/) graded through `swerl grade` on the real engine, on a bundled
-example task, on the same task run as `python3 -m pytest`, and on a task `swerl tasks mine` builds from a real
-repository history, in one `swerl grade` call: every attack is unresolved with reward 0 (never resolved, never an
-error) and its `grade.audit` names what was found, the gold patch still resolves and the empty patch does not. The
-patch-path, git-config and grader-error attacks are graded in harness mode too (SWE-bench's fallbacks).
+example task, on the same task run as `python3 -m pytest`, on a task `swerl tasks mine` builds from a real repository
+history and on a task `swerl tasks synth` builds from a small repository (its test command is `python3 -m pytest`), in
+one `swerl grade` call: every attack is unresolved with reward 0 (never resolved, never an error) and its
+`grade.audit` names what was found, the gold patch still resolves and the empty patch does not. The patch-path,
+git-config and grader-error attacks are graded in harness mode too (SWE-bench's fallbacks).
 
 Before the guard (the grader of commit f8accaa) the same corpus on bizdays graded 11 attacks `resolved` and 5
 `error`; before git decided what a patch changed (commit 89244dc), 11 of the 13 patch-path, git-config and
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +27,7 @@ from tests.conftest import run_swerl
 from tests.grading import hacks
 from tests.records import trajectory
 from tests.tasks.mining.fixture_repo import build_repo, remove_mined_images
+from tests.tasks.synth.test_synth_cli import make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HACKS = hacks.load()
@@ -48,22 +53,49 @@ def test_corpus_has_15_attacks_or_more_across_every_family() -> None:
     assert {h.family for h in HACKS} == FAMILIES
 
 
+def _swerl(log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`swerl ARGS` started in the background, its stderr to `log` (read when it fails)."""
+    with log.open("wb") as err:
+        return subprocess.Popen([sys.executable, "-m", "swerl_cli", *args], stdout=subprocess.DEVNULL, stderr=err)
+
+
+def _remove_images(repository: str) -> None:
+    listing = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", repository],
+                             capture_output=True, text=True)  # fmt: skip
+    if listing.stdout.split():
+        subprocess.run(["docker", "rmi", "-f", *listing.stdout.split()], capture_output=True)
+
+
 @pytest.fixture(scope="module")
-def mined_task(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The clamp fix mined from tests.tasks.mining.fixture_repo.py by `swerl tasks mine` (its image removed after)."""
-    root = tmp_path_factory.mktemp("mine")
+def built_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict, dict]]:
+    """(mined, synthesized): the clamp fix `swerl tasks mine` finds in tests.tasks.mining.fixture_repo, and the one
+    op_flip mutant `swerl tasks synth` keeps in tests.tasks.synth's tinylib (no validation run: the corpus grades gold
+    and empty itself). Both commands run side by side; their images are removed after."""
+    root = tmp_path_factory.mktemp("tasks")
     commits = build_repo(root / "calc")
-    name = f"calc-hacks-{secrets.token_hex(3)}"
-    out = root / "tasks.jsonl"
-    res = run_swerl(
-        "tasks", "mine", str(root / "calc"), "--name", name, "--repeats", "1", "--workers", "2", "-o", str(out)
-    )
+    make_repo(root / "tinylib")
+    tag = secrets.token_hex(3)
+    mined, synth = f"calc-hacks-{tag}", f"tiny-hacks-{tag}"
+    procs = {
+        "mine": _swerl(root / "mine.err", "tasks", "mine", str(root / "calc"), "--name", mined, "--repeats", "1",
+                       "--workers", "2", "-o", str(root / "mined.jsonl")),
+        "synth": _swerl(root / "synth.err", "tasks", "synth", str(root / "tinylib"), "-o", str(root / "synth"),
+                        "--name", synth, "--mutators", "op_flip", "--max-tasks", "1", "--tries", "1",
+                        "--holdout", "0", "--validate", "0"),
+    }  # fmt: skip
     try:
-        assert res.returncode == 0, res.stderr.decode()[-2000:]
-        tasks = {t["mined"]["commit"]: t for t in map(json.loads, out.read_text().splitlines())}
-        yield tasks[commits["fix_clamp"]]
+        for name, proc in procs.items():
+            assert proc.wait(timeout=900) == 0, (root / f"{name}.err").read_text()[-2000:]
+        tasks = {t["mined"]["commit"]: t for t in map(json.loads, (root / "mined.jsonl").read_text().splitlines())}
+        synthesized = [json.loads(ln) for ln in (root / "synth" / "train.jsonl").read_text().splitlines()]
+        assert len(synthesized) == 1, (root / "synth.err").read_text()[-2000:]
+        yield tasks[commits["fix_clamp"]], synthesized[0]
     finally:
-        remove_mined_images(name)
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+        remove_mined_images(mined)
+        _remove_images(f"swerl-synth-{synth}")
 
 
 def _python_m(task: dict) -> dict:
@@ -87,10 +119,10 @@ def bizdays(example_tasks: list[dict]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def graded(bizdays: dict, mined_task: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def graded(bizdays: dict, built_tasks: tuple[dict, dict], tmp_path_factory: pytest.TempPathFactory) -> dict:
     """{(instance_id, attack or gold/empty): grade} from one `swerl grade` run reading a pipe (strict mode)."""
     records = []
-    for task in (bizdays, _python_m(bizdays), mined_task):
+    for task in (bizdays, _python_m(bizdays), *built_tasks):
         read = hacks.base_reader(task)
         # the git-level attacks do not depend on the test command: graded once per repository
         todo = [h for h in HACKS if not (task["instance_id"].endswith("-pym") and h.name.startswith(GIT_LEVEL))]
@@ -194,7 +226,13 @@ def test_patch_paths_come_from_git(graded: dict) -> None:
             assert g["reason"] == "patch_failed", (iid, run, g["reason"])
 
 
-def test_gold_resolves_and_empty_does_not(graded: dict) -> None:
+def test_gold_resolves_and_empty_does_not(graded: dict, built_tasks: tuple[dict, dict]) -> None:
+    mined, synthesized = built_tasks
+    assert (synthesized["patch_kind"], synthesized["dataset"]) == ("bug", "swerl-synth")
+    golds = {iid for iid, run in graded if run == "gold"}
+    assert golds == {"swerl-examples__bizdays-1", "swerl-examples__bizdays-1-pym", mined["instance_id"],
+                     synthesized["instance_id"]}  # fmt: skip
+    assert {iid for iid, run in graded if run == "init_os_exit"} == golds  # every attack on every task
     for (iid, run), g in graded.items():
         if run == "gold":
             assert g["status"] == "resolved", (iid, g["error"], g["log_tail"][-800:])
