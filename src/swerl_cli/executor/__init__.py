@@ -32,14 +32,21 @@ RAY_ENV = "SWERL_RAY_ADDRESS"
 
 @dataclass(frozen=True, slots=True)
 class JobSettings:
-    """The fields every command that runs sandbox jobs shares (collect, grade): where task images come from, and
-    what each job asks of a Ray cluster. Configs extend it; flags are the kebab-case twins of the fields."""
+    """The fields every command that runs sandbox jobs shares (collect, grade): where task images come from, any
+    other option of the sandbox backend, and what each job asks of a Ray cluster. Configs extend it; flags are the
+    kebab-case twins of the fields."""
 
     registry: str | None = flag(None, REGISTRY_FLAG)
     pull: bool = flag(
         True, "Pull a task's missing image (default) or fail naming the fetch command.", names=("--pull/--no-pull",)
     )
     image_budget_gb: float | None = flag(None, IMAGE_BUDGET_FLAG)
+    sandbox_option: tuple[str, ...] = flag(
+        (),
+        "An option of the --sandbox backend without a flag of its own, as KEY=VALUE (repeatable); a key the "
+        "backend lacks is an error naming its options.",
+        metavar="KEY=VALUE",
+    )
     ray: str | None = flag(  # jobs run on the nodes of this cluster
         None,
         "Run jobs on the Ray cluster at HOST:PORT ('auto': the cluster this machine belongs to); default: "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec
@@ -76,9 +75,11 @@ def create(name: str, *, log: Callable[[str], None] | None = None, **options: An
 
 def from_config(cfg: Any) -> SandboxBackend:
     """The backend a command's config names (`cfg.sandbox`), built from the config's fields of its options' names
-    and checked ready (ConfigError naming the field when it cannot start any sandbox)."""
-    options = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.init}
-    backend = create(cfg.sandbox, **options)
+    and its `--sandbox-option KEY=VALUE` items (sandbox/options.py), and checked ready (ConfigError naming the
+    field when it cannot start any sandbox)."""
+    from swerl_cli.sandbox.options import settings
+
+    backend = create(cfg.sandbox, **settings(cfg))
     backend.check_ready()
     return backend
 
