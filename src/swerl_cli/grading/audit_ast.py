@@ -4,7 +4,8 @@ found with `ast` on the lines the patch added or changed (docs/grading.md, "The 
 Names and constant paths are resolved by audit_names.py (imports per scope, `__import__`, `getattr` of a constant,
 `os.path.join`/`Path` arithmetic). `context` narrows the rules: "code" (everything), "infra" (test infrastructure,
 set aside before the run: only the primitives no honest test needs) and "runner" (the runner's own package in its
-own repository: no runner rules).
+own repository: no runner rules). What a call or an assignment changes (files outside the repository, attributes of
+standard-library and runner modules, the interpreter's environment variables) is audit_writes.py's.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from collections.abc import Iterator
 
 from swerl_cli.grading.audit_names import SourceNames, root_of
+from swerl_cli.grading.audit_writes import env_call, setattr_call, store, writes
 
 REF = {  # a qualified name -> its finding code
     **dict.fromkeys(
@@ -51,26 +53,7 @@ REPORT_HOOKS = frozenset(
     "pytest_runtest_makereport pytest_report_teststatus pytest_runtest_logreport pytest_pyfunc_call "
     "pytest_runtest_protocol pytest_runtest_call pytest_report_from_serializable pytest_report_to_serializable".split()
 )
-SYS_OK = frozenset(
-    "stdout stderr stdin argv path excepthook displayhook ps1 ps2 tracebacklimit dont_write_bytecode".split()
-)
 PROC_OK = frozenset({"/proc/cpuinfo", "/proc/meminfo", "/proc/loadavg", "/proc/uptime", "/proc/version"})
-ENV_PREFIXES = ("PYTHON", "PYTEST", "SWERL")
-OPENERS = frozenset({"builtins.open", "io.open", "codecs.open"})
-DEST_ARG = {  # a function that writes -> the index of its destination argument
-    **dict.fromkeys(
-        "shutil.copy shutil.copy2 shutil.copyfile shutil.copytree shutil.move os.rename os.replace "
-        "os.link os.symlink".split(),
-        1,
-    ),
-    **dict.fromkeys(
-        "os.makedirs os.mkdir os.remove os.unlink os.rmdir os.removedirs os.chmod os.truncate os.mkfifo "
-        "shutil.rmtree".split(),
-        0,
-    ),
-}
-PATH_WRITES = frozenset("write_text write_bytes touch mkdir symlink_to hardlink_to unlink rmdir".split())
-WRITE_FLAGS = frozenset({"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"})
 LEXICAL = [  # for a file `ast` cannot parse: (code, pattern) on the added lines
     ("trace_hook", r"\b(settrace|setprofile)\b|\bsys\.monitoring\b"),
     ("frame_access", r"\b_getframe\b|\.(f_back|tb_frame|gi_frame|f_globals|f_locals)\b"),
@@ -82,18 +65,6 @@ LEXICAL = [  # for a file `ast` cannot parse: (code, pattern) on the added lines
     ("guard_ref", r"(?i)swerl[_-]guard"),
     ("code_object", r"\.__code__\s*=[^=]|\bCodeType\s*\("),
 ]
-
-
-def _env_keys(f: SourceNames, call: ast.Call, q: str) -> list[str]:
-    keys: list[ast.AST] = []
-    if q in ("os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv") and call.args:
-        keys = [call.args[0]]
-    elif q == "os.environ.update":
-        keys = [k for a in call.args if isinstance(a, ast.Dict) for k in a.keys if k is not None]
-        return [str(k.value) for k in keys if isinstance(k, ast.Constant)] + [k.arg for k in call.keywords if k.arg]
-    elif q == "os.environ.clear":
-        return ["(all)"]
-    return [str(k.value) for k in keys if isinstance(k, ast.Constant)]
 
 
 def _call(f: SourceNames, c: ast.Call) -> Iterator[tuple[str, str]]:
@@ -115,19 +86,11 @@ def _call(f: SourceNames, c: ast.Call) -> Iterator[tuple[str, str]]:
         v = c.func.value
         if isinstance(v, ast.Attribute) and v.attr == "__code__":
             yield "code_object", "replaces a function's code object"
-    if q in ("builtins.setattr", "builtins.delattr") and c.args:
-        target = f.qual(c.args[0])
-        attr = c.args[1].value if len(c.args) > 1 and isinstance(c.args[1], ast.Constant) else None
-        if f.guarded(target) and not (target == "sys" and attr in SYS_OK):
-            yield "module_patch", f"{q[9:]}() on {target}"
-        if attr == "__code__":
-            yield "code_object", "sets a function's __code__"
-    keys = [k for k in _env_keys(f, c, q) if k == "(all)" or k.upper().startswith(ENV_PREFIXES)]
-    if keys:
-        yield "env_python", f"{q}({keys[0]})"
+    yield from setattr_call(f, c, q)
+    yield from env_call(f, c, q)
     if ctx == "code" and q in ("pytest.xfail", "pytest.exit", "_pytest.outcomes.xfail", "_pytest.outcomes.exit"):
         yield "runner_control", f"{q}() outside the tests"
-    yield from _writes(f, c, q)
+    yield from writes(f, c, q)
 
 
 def _foreign_name(f: SourceNames, e: ast.AST) -> bool:
@@ -139,47 +102,6 @@ def _foreign_name(f: SourceNames, e: ast.AST) -> bool:
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("/"):
             return True
     return False
-
-
-def _writes(f: SourceNames, c: ast.Call, q: str) -> Iterator[tuple[str, str]]:
-    target: ast.AST | None = None
-    if q in OPENERS and c.args:
-        mode = c.args[1] if len(c.args) > 1 else next((k.value for k in c.keywords if k.arg == "mode"), None)
-        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
-            target = c.args[0]
-    elif q == "os.open" and len(c.args) > 1:
-        if any(isinstance(n, ast.Attribute) and n.attr in WRITE_FLAGS for n in ast.walk(c.args[1])):
-            target = c.args[0]
-    elif q in DEST_ARG and len(c.args) > DEST_ARG[q]:
-        target = c.args[DEST_ARG[q]]
-    elif isinstance(c.func, ast.Attribute) and c.func.attr in PATH_WRITES:
-        target = c.func.value
-    where = f.outside(target) if target is not None else None
-    if where is not None:
-        yield "outside_write", f"writes outside the repository: {where[:80]}"
-
-
-def _store(f: SourceNames, t: ast.AST) -> Iterator[tuple[str, str]]:
-    if isinstance(t, ast.Attribute):
-        owner = f.qual(t.value)
-        if f.guarded(owner) and not (owner == "sys" and t.attr in SYS_OK):
-            yield "module_patch", f"assigns {owner}.{t.attr}"
-        if t.attr == "__code__":
-            yield "code_object", "assigns a function's __code__"
-    elif isinstance(t, ast.Subscript):
-        owner = f.qual(t.value)
-        key = t.slice.value if isinstance(t.slice, ast.Constant) else None
-        if owner == "os.environ" and isinstance(key, str) and key.upper().startswith(ENV_PREFIXES):
-            yield "env_python", f"sets os.environ[{key!r}]"
-        elif owner == "sys.modules" and isinstance(key, str) and f.guarded(key):
-            yield "module_patch", f"replaces sys.modules[{key!r}]"
-        elif owner == "builtins" or (isinstance(t.value, ast.Attribute) and t.value.attr == "__dict__"):
-            inner = f.qual(t.value.value) if isinstance(t.value, ast.Attribute) else owner
-            if f.guarded(inner):
-                yield "module_patch", f"writes {inner}.__dict__"
-        elif isinstance(t.value, ast.Call) and f.qual(t.value.func) == "builtins.vars" and t.value.args:
-            if f.guarded(f.qual(t.value.args[0])):
-                yield "module_patch", "writes vars() of a standard-library or runner module"
 
 
 def _node(f: SourceNames, n: ast.AST) -> Iterator[tuple[str, str]]:
@@ -199,11 +121,11 @@ def _node(f: SourceNames, n: ast.AST) -> Iterator[tuple[str, str]]:
             if n.attr == "pluginmanager" or hook_call:
                 yield "runner_hook", f"reaches the runner's plugins (.{n.attr})"
         if isinstance(n.ctx, (ast.Store, ast.Del)):
-            yield from _store(f, n)
+            yield from store(f, n)
         else:
             yield from _ref(f, f.qual(n))
     elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
-        yield from _store(f, n)
+        yield from store(f, n)
     elif isinstance(n, ast.Call):
         yield from _call(f, n)
         if code and f.qual(n.func) == "sys.modules.get" and n.args and _runner_name(n.args[0]):

@@ -94,6 +94,7 @@ def install(sb: Sandbox) -> tuple[str, str, bytes]:
         raise SandboxError(f"could not create the guard's directory: {made.output.strip()[:200]}")
     sb.write_file(f"{guard_dir}/{module}.py", (_HERE / "guard_plugin.py").read_bytes())
     sb.write_file(f"{guard_dir}/{module}_rt.py", (_HERE / "guard_runtime.py").read_bytes())
+    sb.write_file(f"{guard_dir}/{module}_trust.py", (_HERE / "guard_trust.py").read_bytes())
     sb.write_file(f"{guard_dir}/wrapper.py", (_HERE / "guard_wrapper.py").read_bytes())
     sb.write_file(f"{guard_dir}/private/key", key)
     sb.run(f"chmod 0644 {q}/*.py && chmod 0600 {q}/private/key", 60)

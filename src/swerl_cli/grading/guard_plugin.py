@@ -4,16 +4,17 @@ with `-p`, so it is imported before any code of the repository runs (docs/gradin
 runs under the task image's Python (3.6+: no annotations) and pytest, never inside swerl. It records the runner's
 state (pytest, pluggy, unittest, builtins by identity; test-infrastructure file hashes; import hooks), checks it
 before every report, and sends statuses and findings down a pipe to the wrapper (a sequence number on each line).
+Which code it trusts is guard_trust.py's, copied next to it as `<module>_trust`.
 """
 
 import builtins
 import importlib
 import os
 import sys
-import sysconfig
 import types
 
 _rt = importlib.import_module(__name__ + "_rt")  # guard_runtime.py: bound tools, audit hook, safe path
+_trust = importlib.import_module(__name__ + "_trust")  # guard_trust.py: which code files are trusted
 globals().update(_rt._B)  # the builtins as they were before any code of the repository ran
 _FD = os.environ.pop("SWERL_GUARD_FD", None)
 _FD_NO = int(_FD) if _FD is not None else None
@@ -29,82 +30,7 @@ _write = os.write
 _seq = [0]
 _sent = set()
 _KINDS = (types.FunctionType, type, types.BuiltinFunctionType, property, classmethod, staticmethod)
-_TEST_DIRS = ("test", "tests", "testing")
-_TRUSTED, _VERDICTS, _FILES = (), {}, {}  # trusted roots; file -> trusted; test-infrastructure file -> sha256
-
-
-def _roots():
-    here = os.path.dirname(_realpath(__file__))
-    dirs = [sysconfig.get_paths().get(n) for n in ("stdlib", "platstdlib", "purelib", "platlib")] + sys.path
-    for mod in ("pytest", "_pytest", "pluggy"):
-        f = getattr(sys.modules.get(mod), "__file__", None)
-        dirs.append(os.path.dirname(os.path.dirname(f)) if f else None)
-    out = {_realpath(d) for d in dirs if d and os.path.isdir(d)} | {here}
-    return tuple(sorted(r for r in out if not (_under(r, _REPO) or _under(_REPO, r)) or r == here))
-
-
-def _under(path, root):
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _infra(rel):
-    *dirs, name = rel.split("/")
-    named = name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
-    return named or any(p in _TEST_DIRS for p in dirs)
-
-
-def _trusted_file(path):
-    """True for code of the image (outside the repository) or of the repository's test infrastructure."""
-    if not path or path.startswith("<"):
-        return False
-    if path not in _VERDICTS:
-        _VERDICTS[path] = _trusted_real(_realpath(path))
-    return _VERDICTS[path]
-
-
-def _trusted_real(real):
-    if _under(real, _REPO):
-        # test infrastructure as it was when the tests started: not written or changed since by the code under test
-        rel = real[len(_REPO) :].lstrip("/")
-        return _infra(rel) and real in _FILES and _FILES[real] == _digest(real)
-    return any(_under(real, r) for r in _TRUSTED)
-
-
-_digest = _rt.digest
-
-
-def _image(name):
-    """Code of the image (outside the repository; the guard's own included) or of the interpreter (frozen)."""
-    if name.startswith("<"):
-        return name.startswith("<frozen ")
-    return any(_under(_realpath(name), r) for r in _TRUSTED)
-
-
-def _infra_files():
-    """{real path: sha256} of the repository's test-infrastructure Python files now (before any of its code)."""
-    out = {}
-    for root, dirs, files in os.walk(_REPO):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
-        for name in files:
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, _REPO).replace(os.sep, "/")
-            if name.endswith(".py") and _infra(rel):
-                out[_realpath(path)] = _digest(path)
-                if len(out) > 50000:
-                    return out
-    return out
-
-
-def _code_file(obj):
-    obj = getattr(obj, "__func__", obj)
-    if isinstance(obj, property):
-        obj = obj.fget
-    code = getattr(obj, "__code__", None)
-    if code is not None:
-        return code.co_filename
-    if isinstance(obj, type):
-        return getattr(sys.modules.get(obj.__module__), "__file__", None)
-    return None
+_trusted_file, _code_file, _image, _under = _trust.trusted_file, _trust.code_file, _trust.image, _trust.under
 
 
 def _send(msg):
@@ -211,7 +137,7 @@ def _raised_in(excinfo):
     last = None
     while tb is not None:
         f = tb.tb_frame.f_code.co_filename
-        if not any(_under(_realpath(f), r) for r in _TRUSTED):
+        if not _trust.in_roots(_realpath(f)):
             last = f
         tb = tb.tb_next
     return last
@@ -248,8 +174,7 @@ def _cross_check(item, call, report):
 
 if _FD is not None:
     _rt.restore_path(_REPO)
-    _TRUSTED = _roots()
-    _FILES = _infra_files()
+    _trust.start(_REPO)
     _SNAP = _snapshot()
     _IMPORT_HOOKS = {id(h) for h in list(sys.meta_path) + list(sys.path_hooks)}
     _TRACE_OK = {(k, id(v)) for k, v in _rt.hooks_in_use()}
