@@ -93,7 +93,7 @@ def test_prune_stale_removes_a_killed_builds_container_and_keeps_a_live_ones() -
     for name in names:
         subprocess.run(["docker", "create", "--name", name, "swerl-base", "true"], capture_output=True, check=True)
     try:
-        removed = prune_builds(engine_client("docker"), stale_only=True)  # what `sandbox prune --stale` adds
+        removed = prune_builds(engine_client(DOCKER), stale_only=True)  # what `sandbox prune --stale` adds
         assert names[0] in removed
         assert names[1] not in removed
         left = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout
