@@ -87,7 +87,7 @@ def test_a_config_flag_is_declared_once_on_its_field(path, cfg):
 
 def test_the_job_flags_are_the_same_on_every_command_that_runs_jobs():
     job = {f.name for f in dataclasses.fields(JobSettings)}
-    assert len(job) == 7
+    assert len(job) == 8  # registry, pull, image_budget_gb, sandbox_option, ray, episode_cpus, _memory_gb, _retries
     for path in (["collect"], ["grade"], ["tasks", "validate"]):
         opts = {p.name: (p.opts, p.help, p.metavar) for p in _command(path).params if p.name in job}
         assert opts == {p.name: (p.opts, p.help, p.metavar) for p in _command(["grade"]).params if p.name in job}

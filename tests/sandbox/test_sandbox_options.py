@@ -10,7 +10,9 @@ from swerl_cli.core.config import resolve_config
 from swerl_cli.core.errors import ConfigError, UsageError
 from swerl_cli.grading.config import GradeConfig
 from swerl_cli.sandbox import open_sandbox
+from swerl_cli.sandbox.engine import DockerOptions
 from swerl_cli.sandbox.options import parse
+from swerl_cli.sandbox.podman import PodmanOptions
 from swerl_cli.streams.records import Located, Task
 from tests.sandbox.toy import toy_task
 
@@ -30,12 +32,12 @@ def test_a_plugin_backends_own_option_reaches_it_through_a_commands_flags(tmp_pa
 
 
 def test_items_are_typed_by_the_backends_own_options() -> None:
-    assert parse("podman", ["nofile=2048", "allow-no-limits=yes", "engine_url=unix:///x.sock"]) == {
+    assert parse("podman", PodmanOptions, ["nofile=2048", "allow-no-limits=yes", "engine_url=unix:///x.sock"]) == {
         "nofile": 2048,
         "allow_no_limits": True,
         "engine_url": "unix:///x.sock",
     }
-    assert parse("docker", ["engine_url=none"]) == {"engine_url": None}
+    assert parse("docker", DockerOptions, ["engine_url=none"]) == {"engine_url": None}
 
 
 @pytest.mark.parametrize(
@@ -48,7 +50,7 @@ def test_items_are_typed_by_the_backends_own_options() -> None:
 )
 def test_a_bad_item_is_one_config_error_naming_the_field(items: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match="^field 'sandbox_option': " + message.replace("(", r"\(")):
-        parse("docker", items, own={"registry"})
+        parse("docker", DockerOptions, items, own={"registry"})
 
 
 def test_a_bad_value_is_a_usage_error_as_a_flag() -> None:

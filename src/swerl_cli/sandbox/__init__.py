@@ -79,7 +79,7 @@ def from_config(cfg: Any) -> SandboxBackend:
     field when it cannot start any sandbox)."""
     from swerl_cli.sandbox.options import settings
 
-    backend = create(cfg.sandbox, **settings(cfg))
+    backend = create(cfg.sandbox, **settings(cfg, backend_class(cfg.sandbox).Options))
     backend.check_ready()
     return backend
 

@@ -21,19 +21,18 @@ FIELD = "sandbox_option"  # the config field (flag --sandbox-option) holding KEY
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
-def settings(cfg: Any) -> dict[str, Any]:
-    """The options a command's config gives its sandbox backend: its fields by name, then its `sandbox_option`
-    items (a key that is one of the config's own fields is refused: that setting has a flag of its own)."""
+def settings(cfg: Any, options: type) -> dict[str, Any]:
+    """The options a command's config gives its sandbox backend (whose `Options` class is `options`): the config's
+    fields by name, then its `sandbox_option` items (a key that is one of the config's own fields is refused: that
+    setting has a flag of its own)."""
     fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.init}
     items = fields.pop(FIELD, None) or ()
-    return {**fields, **parse(cfg.sandbox, items, own=set(fields))}
+    return {**fields, **parse(cfg.sandbox, options, items, own=set(fields))}
 
 
-def parse(backend: str, items: Iterable[str], own: Collection[str] = ()) -> dict[str, Any]:
-    """`KEY=VALUE` items as the typed options of sandbox backend `backend`; ConfigError naming the field and item."""
-    from swerl_cli.sandbox import backend_class
-
-    cls = backend_class(backend).Options
+def parse(backend: str, cls: type, items: Iterable[str], own: Collection[str] = ()) -> dict[str, Any]:
+    """`KEY=VALUE` items as typed options of `cls` (the `Options` of sandbox backend `backend`, named in errors);
+    ConfigError naming the field and the item."""
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     out: dict[str, Any] = {}
