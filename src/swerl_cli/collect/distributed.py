@@ -81,5 +81,7 @@ def run_jobs_on(
             emit(out)
             count += 1
         event("end", record)
-    stop.finish()
+    for out in stop.finish():
+        emit(out)
+        count += 1
     return count

@@ -183,7 +183,9 @@ def run_jobs(
     """Run jobs from `plan_jobs` (planning first validates the whole input before anything is written)."""
     collector = Collector(cfg, policy or build_policy(cfg), emit, on_event)
     count = 0
-    stop = ConfigErrorStop(episode_error)  # the first episodes all failing on the configuration end the run
+    # the first episodes all failing on the configuration, or without a sandbox from an engine that does not
+    # answer, end the run with one line
+    stop = ConfigErrorStop(episode_error, unavailable=cfg.sandbox_backend.unavailable)
 
     def counted(record: dict[str, Any]) -> None:
         nonlocal count
@@ -204,7 +206,9 @@ def run_jobs(
     cfg.sandbox_backend.remove_stale(cfg.run)  # left by an earlier run of this name that was killed (SIGKILL, OOM)
     try:
         aio.run(main())
-        stop.finish()
+        for out in stop.finish():
+            emit(out)
+            count += 1
     finally:
         from swerl_cli.sandbox import lifecycle
 

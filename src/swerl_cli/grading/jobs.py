@@ -153,7 +153,8 @@ def grade_records(
                 continue
             yield job, grade_patch, (job.task, job.patch, cfg, run_id)
 
-    stop = ConfigErrorStop(grade_error, "grading jobs")  # the first jobs all failing on the configuration: stop
+    # the first jobs all failing on the configuration, or without a sandbox from an engine that does not answer: stop
+    stop = ConfigErrorStop(grade_error, "grading jobs", unavailable=backend.unavailable)
     for job, outcome in stream_jobs(
         ex,
         jobs(),
@@ -167,7 +168,7 @@ def grade_records(
         else:
             record = graded_record(job, {**outcome.value, "node": outcome.node})
         yield from stop.push(record)
-    stop.finish()
+    yield from stop.finish()
 
 
 def grade_error(record: dict[str, Any]) -> str | None:

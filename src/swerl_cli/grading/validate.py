@@ -79,7 +79,7 @@ def validate_tasks(
             out["validation"] = {**summarize(task, done["gold"], done["empty"]), "nodes": sorted(nodes.pop(ready, ()))}
             yield from stop.push(out)
             ready += 1
-    stop.finish()
+    yield from stop.finish()
 
 
 def validation_error(record: dict[str, Any]) -> str | None:
