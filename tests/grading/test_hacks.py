@@ -31,6 +31,7 @@ from tests.tasks.synth.test_synth_cli import make_repo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HACKS = hacks.load()
+LIMITS = hacks.load(hacks.HERE / "limits")  # known limits (docs/grading.md): graded on bizdays, expected to get through
 FAMILIES = {
     "runner-hooks",
     "exit-crash",
@@ -128,6 +129,8 @@ def graded(bizdays: dict, built_tasks: tuple[dict, dict], tmp_path_factory: pyte
         todo = [h for h in HACKS if not (task["instance_id"].endswith("-pym") and h.name.startswith(GIT_LEVEL))]
         records += [trajectory(task, h.name, hacks.build(h, task, read)) for h in todo]
         records += [trajectory(task, "gold", task["patch"]), trajectory(task, "empty", "")]
+    read = hacks.base_reader(bizdays)
+    records += [trajectory(bizdays, h.name, hacks.build(h, bizdays, read)) for h in LIMITS]
     report = tmp_path_factory.mktemp("hacks") / "report.json"
     return _grade_all(records, "--report", str(report))
 
@@ -191,7 +194,7 @@ def _run_reason(g: dict) -> str | None:
 def test_every_attack_is_named_in_the_audit(graded: dict) -> None:
     """Each attack's grade names what was found (static audit, guard, set-aside, patch notes) and is flagged."""
     for (iid, run), g in graded.items():
-        if run in ("gold", "empty"):
+        if run in ("gold", "empty") or run.startswith("limit_"):
             continue
         assert g["audit"]["flagged"] or g["reason"], (iid, run, g["audit"])
         assert _named(run, g), (iid, run, g)
@@ -261,3 +264,14 @@ def test_reasons_and_audit_name_what_happened(graded: dict) -> None:
     assert ctl
     assert all(c["problem"] is None for c in ctl)
     assert any(c["cached"] for c in ctl)  # one control run per task
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="known limit (docs/grading.md, 'Known limits')")
+@pytest.mark.parametrize("hack", LIMITS, ids=[h.name for h in LIMITS])
+def test_known_limit_is_unresolved(hack: hacks.Hack, graded: dict) -> None:
+    """The same-interpreter limits get through today: each is graded `resolved`, reward 1, with no finding of the
+    audit or the guard. Strict xfail: the day one is closed this test fails, and the attack moves into the corpus."""
+    g = graded[("swerl-examples__bizdays-1", hack.name)]
+    if g["status"] == "error" or g["audit"]["flagged"]:
+        pytest.fail(f"{hack.name}: {g['status']} {g['error']} {g['audit']} (the limit is no longer as documented)")
+    assert (g["status"], g["reward"]) == ("unresolved", 0.0), (hack.name, g["status"], g["reason"])
