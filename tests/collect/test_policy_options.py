@@ -1,21 +1,26 @@
 """collect's policy options belong to the backends: each flag's default and help are read from the backends' own
-`Options` (declared there once), and a config file may give them as one section, `policy: {name: vllm,
-tensor_parallel_size: 2}`, beside the flat keys that still work."""
+`Options` (declared there once), a config file may give them as one section, `policy: {name: vllm,
+tensor_parallel_size: 2}`, beside the flat keys that still work, and the config holds them as a name and that
+backend's `Options` (`cfg.policy`, `cfg.policy_options`), with no flat copy."""
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
 
 from swerl_cli.collect import CollectConfig
-from swerl_cli.core.config import FLAG, resolve_config
+from swerl_cli.core.config import FLAG, init_fields, resolve_config
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.policy import BACKENDS, BUILTIN, OPTION
+from swerl_cli.policy.gold import GoldOptions
+from swerl_cli.policy.openai import OpenAIOptions
+from swerl_cli.policy.vllm import VLLMOptions
 from tests.conftest import ROOT, run_swerl
 
-FIELDS = {f.name: f for f in dataclasses.fields(CollectConfig)}
+FIELDS = {f.name: f for f in init_fields(CollectConfig)}  # the constructor's: fields and InitVars
 # Options a backend reads from collect's own settings (the engine is sized by them): collect owns their defaults.
 COLLECT_OWN = {"concurrency", "max_context_tokens"}
 
@@ -57,10 +62,51 @@ def test_a_policy_section_is_the_flat_keys_it_stands_for(tmp_path):
     section = resolve_config(CollectConfig, _yaml(tmp_path, "policy: {name: vllm, tensor_parallel_size: 2}\n"))
     flat = resolve_config(CollectConfig, _yaml(tmp_path, "policy: vllm\ntensor_parallel_size: 2\n"))
     assert section == flat
-    assert (section.policy, section.tensor_parallel_size, section.gpu_memory_utilization) == ("vllm", 2, 0.9)
+    options = section.policy_options
+    assert (section.policy, options.tensor_parallel_size, options.gpu_memory_utilization) == ("vllm", 2, 0.9)
     spelled = "policy:\n  name: openai\n  base-url: [http://a/v1]\n  max_retries: 2\nsamples: 3\n"
     cfg = resolve_config(CollectConfig, _yaml(tmp_path, spelled), max_retries=7)  # a flag wins over the file
-    assert (cfg.policy, cfg.base_url, cfg.max_retries, cfg.samples) == ("openai", ("http://a/v1",), 7, 3)
+    options = cfg.policy_options
+    assert (cfg.policy, options.base_url, options.max_retries, cfg.samples) == ("openai", ("http://a/v1",), 7, 3)
+
+
+def test_the_config_holds_a_name_and_the_backends_options():
+    """The flat policy options fill the named backend's `Options`; the config keeps no copy of them, and one its
+    backend lacks is left out."""
+    cfg = CollectConfig(policy="vllm", model="/ckpt", tensor_parallel_size=2, base_url=("http://a/v1",), concurrency=3)
+    assert cfg.policy_options == VLLMOptions(model="/ckpt", tensor_parallel_size=2, concurrency=3)
+    policy_fields = {n for n, f in FIELDS.items() if f.metadata.get(OPTION)}
+    assert policy_fields
+    assert not any(hasattr(cfg, name) for name in policy_fields)
+    assert {f.name for f in dataclasses.fields(cfg)}.isdisjoint(policy_fields)
+    assert CollectConfig(policy="gold", model="/ckpt", max_retries=9).policy_options == GoldOptions()
+    openai = CollectConfig(base_url=("http://a/v1",), max_retries=0).policy_options
+    assert isinstance(openai, OpenAIOptions)
+    assert (openai.base_url, openai.max_retries) == (("http://a/v1",), 0)
+
+
+def test_the_section_travels_with_the_config():
+    """`collect --ray` pickles the config to its workers: the section comes back whole."""
+    cfg = CollectConfig(base_url=("http://a/v1", "http://b/v1"), request_timeout_s=5.0, samples=2)
+    back = pickle.loads(pickle.dumps(cfg))
+    assert back == cfg
+    assert back.policy_options.request_timeout_s == 5.0
+    assert back.policy_options.base_url == cfg.policy_options.base_url
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"tensor_parallel_size": 0}, "field 'tensor_parallel_size': must be >= 1"),
+        ({"dtype": "fp8"}, "field 'dtype': choose one of"),
+        ({"request_timeout_s": 0.0}, "field 'request_timeout_s'"),
+        ({"gpu_memory_utilization": 1.5}, "field 'gpu_memory_utilization'"),
+        ({"base_url": ("ftp://a",)}, "field .base_url.: .ftp://a. is not an http"),
+    ],
+)
+def test_a_bad_policy_option_is_refused_whichever_backend_is_named(options, needle):
+    with pytest.raises(ConfigError, match=needle):
+        CollectConfig(policy="gold", **options)
 
 
 @pytest.mark.parametrize(
@@ -96,3 +142,15 @@ def test_a_bad_policy_section_stops_collect_with_exit_3_before_reading_tasks(tmp
 def test_the_example_collect_configs_still_load(path):
     cfg = resolve_config(CollectConfig, path)
     assert cfg.policy in BACKENDS
+
+
+def test_the_replay_file_is_an_input_that_collect_will_not_overwrite(tmp_path):
+    """The section says which files its backend reads (`input_files`), so `-o` may not be one of them."""
+    assert CollectConfig(policy="replay", replay="r.jsonl").policy_options.input_files() == ("r.jsonl",)
+    assert CollectConfig(policy="gold", replay="r.jsonl").policy_options.input_files() == ()
+    (tmp_path / "t.jsonl").write_text("{}\n")
+    (tmp_path / "r.jsonl").write_text("{}\n")
+    res = run_swerl("collect", "t.jsonl", "--policy", "replay", "--replay", "r.jsonl", "-o", "r.jsonl", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "-o r.jsonl is also an input (r.jsonl)" in res.stderr.decode()
+    assert (tmp_path / "r.jsonl").read_text() == "{}\n"

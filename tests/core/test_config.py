@@ -66,7 +66,6 @@ def test_resolve_config_runs_validation_with_remedy(tmp_path):
 
 def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):
     from swerl_cli.collect import CollectConfig
-    from swerl_cli.collect.policy import policy_options
     from swerl_cli.policy.vllm import VLLMOptions, VLLMPolicy
 
     p = tmp_path / "stage2.yaml"
@@ -75,8 +74,9 @@ def test_collect_config_takes_vllm_engine_args_as_a_mapping_only(tmp_path):
         "  hf_overrides: {rope_scaling: {rope_type: yarn, factor: 4.0}}\n"
     )
     cfg = resolve_config(CollectConfig, p, gpu_memory_utilization=0.8)
-    # the backend's own options, read from collect's flags (build_policy would first check /ckpt as a model dir)
-    options = VLLMOptions.from_options(**policy_options(cfg))
+    # the backend's own options, built from collect's flags (build_policy would first check /ckpt as a model dir)
+    options = cfg.policy_options
+    assert isinstance(options, VLLMOptions)
     assert VLLMPolicy.engine_args(options) == {
         "tensor_parallel_size": 8,
         "gpu_memory_utilization": 0.8,

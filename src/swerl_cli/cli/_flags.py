@@ -22,7 +22,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from swerl_cli.core.config import Flag, flag_fields
+from swerl_cli.core.config import Flag, field_types, flag_fields
 
 F = TypeVar("F", bound=Callable[..., Any])
 Flags = dict[str, Any]
@@ -101,7 +101,7 @@ def config_options(
     default; a flag not given on the command line arrives as None (the YAML file's value or the field's default
     stands, `resolve_config`), or with `defaults` as the field's default (an options object built from flags alone,
     no YAML)."""
-    hints = typing.get_type_hints(cls)
+    hints = field_types(cls)
     chosen = [
         (f, spec) for f, spec in flag_fields(cls) if (include is None or f.name in include) and f.name not in exclude
     ]

@@ -47,7 +47,7 @@ def _run(cfg: CollectConfig, input: str, output: str | None, resume: bool) -> tu
     from swerl_cli.streams.outputs import open_output
     from swerl_cli.streams.task_fields import RowFailures
 
-    inputs = [input, *([cfg.replay] if cfg.replay else [])]
+    inputs = [input, *cfg.policy_options.input_files()]  # the replay policy's trajectories are an input too
     executor = None
     if cfg.ray:  # the policy is checked and the cluster joined before the output is touched
         from swerl_cli.collect.distributed import check_distributable, run_jobs_on

@@ -1,10 +1,10 @@
 """`swerl collect` as a library, split along its seams:
 
-- `config`: `CollectConfig` (one field per flag);
+- `config`: `CollectConfig` (one argument per flag; the policy held as a name and its backend's `Options`);
 - `plan`: tasks x samples -> `Job`s (shards, resume);
 - `episode`: one job -> one trajectory record (`play_job`, `run_job`; what any executor runs);
 - `scheduler`: the in-process executor (bounded concurrency, sandboxes started ahead);
-- `policy`: the config -> the `--policy` backend (`build_policy`; each backend reads its own options by name).
+- `policy`: the config -> the `--policy` backend (`build_policy`, from the config's `policy_options`).
 """
 
 from __future__ import annotations

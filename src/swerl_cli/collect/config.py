@@ -1,21 +1,25 @@
-"""`CollectConfig`: every setting of `swerl collect`, flat (one field per flag), validated on construction."""
+"""`CollectConfig`: every setting of `swerl collect`, validated on construction.
+
+Its constructor takes one argument per flag. The policy's options among them (`--model`, `--base-url`, ...) are
+not kept as fields: they are `InitVar`s that fill `policy_options`, the named backend's own `Options` (built once,
+here), so the config holds the policy as a name and a section: `cfg.policy`, `cfg.policy_options`. Being no
+fields, they cannot be changed by `dataclasses.replace` (which fails on them): build a new config instead.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from swerl_cli.agent.loop import AgentSettings
-from swerl_cli.collect.policy_section import flatten_policy
-from swerl_cli.core.config import check_positive, flag
+from swerl_cli.collect.policy_section import check_policy_options, flatten_policy, policy_section
+from swerl_cli.core.config import check_positive, flag, init_fields
 from swerl_cli.core.errors import ConfigError
 from swerl_cli.executor import JobSettings
 from swerl_cli.policy import BACKENDS as POLICIES
-from swerl_cli.policy import DEFAULT_POLICY, option_field
+from swerl_cli.policy import DEFAULT_POLICY, OPTION, PolicyOptions, option_field
 from swerl_cli.policy.base import Sampling
-from swerl_cli.policy.checks import check_base_url, check_device_name
-from swerl_cli.policy.engine_size import DTYPES
 from swerl_cli.sandbox import BACKENDS, DEFAULT_BACKEND, SandboxBackend, from_config, one_of
 from swerl_cli.sandbox.local import REPO_DIR_HELP
 
@@ -39,13 +43,14 @@ class CollectConfig(JobSettings):
     policy: str = flag(
         DEFAULT_POLICY, f"Policy backend: {', '.join(POLICIES)} (the default, {DEFAULT_POLICY}, needs --base-url)."
     )
-    # The policy options: each field's default and help are the backends' own (`policy.option_field`); YAML may
-    # also group them as `policy: {name: vllm, tensor_parallel_size: 2}` (collect/policy_section.py).
-    model: str | None = option_field("model")
-    base_url: tuple[str, ...] = option_field("base_url")
-    replay: str | None = option_field("replay")
-    gold_mistakes: float = option_field("gold_mistakes")
-    policy_version: str | None = option_field("policy_version")
+    # The policy options (InitVars: they fill `policy_options`); each one's default and help are the backends' own
+    # (`policy.option_field`); YAML may also group them as `policy: {name: vllm, tensor_parallel_size: 2}`
+    # (collect/policy_section.py).
+    model: InitVar[str | None] = option_field("model")
+    base_url: InitVar[tuple[str, ...]] = option_field("base_url")
+    replay: InitVar[str | None] = option_field("replay")
+    gold_mistakes: InitVar[float] = option_field("gold_mistakes")
+    policy_version: InitVar[str | None] = option_field("policy_version")
     samples: int = flag(1, "Samples per task (the group size G).")
     concurrency: int = flag(4, "Episodes running at once.")
     prefetch: int | None = flag(None, "Sandboxes started ahead for queued episodes (default: --concurrency; 0 = off).")
@@ -81,16 +86,17 @@ class CollectConfig(JobSettings):
         "Episode user (default: the image's, unprivileged `swerl` in images swerl builds; root is an explicit choice).",
         metavar="USER",
     )
-    request_timeout_s: float = option_field("request_timeout_s")
-    max_retries: int = option_field("max_retries")
-    device: str = option_field("device")
-    dtype: str = option_field("dtype")  # the sampler's (hf, vllm)
-    tensor_parallel_size: int = option_field("tensor_parallel_size")
-    gpu_memory_utilization: float = option_field("gpu_memory_utilization")
-    api_key: str | None = option_field("api_key")
-    vllm_engine_args: dict[str, Any] | None = option_field("vllm_engine_args")  # any other AsyncEngineArgs field
-    vllm_extras: bool = option_field("vllm_extras")
-    backoff_s: float = option_field("backoff_s")
+    request_timeout_s: InitVar[float] = option_field("request_timeout_s")
+    max_retries: InitVar[int] = option_field("max_retries")
+    device: InitVar[str] = option_field("device")
+    dtype: InitVar[str] = option_field("dtype")  # the sampler's (hf, vllm)
+    tensor_parallel_size: InitVar[int] = option_field("tensor_parallel_size")
+    gpu_memory_utilization: InitVar[float] = option_field("gpu_memory_utilization")
+    api_key: InitVar[str | None] = option_field("api_key")
+    # vllm_engine_args: any other AsyncEngineArgs field
+    vllm_engine_args: InitVar[dict[str, Any] | None] = option_field("vllm_engine_args")
+    vllm_extras: InitVar[bool] = option_field("vllm_extras")
+    backoff_s: InitVar[float] = option_field("backoff_s")
     window: int = _AGENT.window
     memory_mb: int = 4096
     cpus: float = 1.0
@@ -98,8 +104,11 @@ class CollectConfig(JobSettings):
     # The backend `sandbox` names, built once from its options (the fields of their names: repo_dir, registry, ...)
     # when the config is; every episode, on this machine or a cluster's, gets it with the config.
     sandbox_backend: SandboxBackend = field(init=False, repr=False, compare=False)
+    # The backend `policy` names has these options: the policy options given (the InitVars above) that it has, and
+    # the collect settings it reads (vllm: concurrency, max_context_tokens); built once, shipped with the config.
+    policy_options: PolicyOptions = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, *given: Any) -> None:
         self.check_job_settings()
         for name in (
             "samples",
@@ -109,14 +118,13 @@ class CollectConfig(JobSettings):
             "max_format_errors",
             "max_new_tokens",
             "window",
-            "tensor_parallel_size",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"field '{name}': must be >= 1, got {getattr(self, name)}")
+        options = dict(zip(POLICY_OPTIONS, given, strict=True))  # the policy options, by name
+        check_policy_options(options)
         if self.prefetch is not None and self.prefetch < 0:
             raise ConfigError(f"field 'prefetch': must be >= 0 (0 turns it off), got {self.prefetch}")
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"field 'dtype': choose one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.edit_check not in EDIT_CHECKS:
             raise ConfigError(f"field 'edit_check': choose 'syntax' or 'off', got {self.edit_check!r}")
         if self.action_format not in ACTION_FORMATS:
@@ -125,10 +133,8 @@ class CollectConfig(JobSettings):
             )
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.min_p < 0:
             raise ConfigError("sampling: need temperature >= 0, 0 < top_p <= 1 and min_p >= 0")
-        for name in ("command_timeout_s", "episode_timeout_s", "request_timeout_s", "cpus"):
+        for name in ("command_timeout_s", "episode_timeout_s", "cpus"):
             check_positive(name, getattr(self, name))
-        for name in ("max_retries", "backoff_s"):
-            check_positive(name, getattr(self, name), zero_ok=True)
         if self.memory_mb < 64:
             raise ConfigError(f"field 'memory_mb': must be >= 64; got {self.memory_mb}")
         if self.sandbox not in BACKENDS:
@@ -136,19 +142,14 @@ class CollectConfig(JobSettings):
         object.__setattr__(self, "sandbox_backend", from_config(self))
         if self.policy not in POLICIES:
             raise ConfigError(f"field 'policy': {self.policy!r} is not one of {', '.join(POLICIES)}")
-        for url in self.base_url:
-            check_base_url(url)
-        check_device_name(self.device)
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ConfigError(
-                f"field 'gpu_memory_utilization': a share of GPU memory, 0 < x <= 1; got {self.gpu_memory_utilization}"
-            )
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        object.__setattr__(self, "policy_options", policy_section(self.policy, options, own))
         self.shard_index()
 
     @classmethod
     def flatten_sections(cls, data: dict[str, Any], source: str) -> dict[str, Any]:
         """A config file's `policy:` section (name + that backend's options) as the flat fields it stands for."""
-        return flatten_policy(data, source, {f.name for f in dataclasses.fields(cls)})
+        return flatten_policy(data, source, {f.name for f in init_fields(cls)})
 
     def shard_index(self) -> tuple[int, int] | None:
         """(i, n) from `--shard i/n`, or None."""
@@ -176,3 +177,10 @@ class CollectConfig(JobSettings):
         from swerl_cli.sandbox import SandboxLimits
 
         return SandboxLimits(memory_mb=self.memory_mb, cpus=self.cpus, network=self.network, user=self.sandbox_user)
+
+
+# The policy options the constructor takes, in its order; they are no attributes (`cfg.model` is an AttributeError,
+# not the default: read `cfg.policy_options`), so their class-level defaults go.
+POLICY_OPTIONS = tuple(f.name for f in init_fields(CollectConfig) if f.metadata.get(OPTION))
+for _name in POLICY_OPTIONS:
+    delattr(CollectConfig, _name)

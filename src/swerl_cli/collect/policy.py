@@ -1,25 +1,19 @@
 """The one place collect turns its config into a policy: `--policy NAME` picks the backend from the registry
-(`swerl_cli.policy.BACKENDS`), and the backend reads its own options from collect's flags by name."""
+(`swerl_cli.policy.BACKENDS`), built from its own options, which the config already holds (`cfg.policy_options`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
-from typing import Any
 
 from swerl_cli.collect.config import CollectConfig
 from swerl_cli.core.errors import ConfigError
-from swerl_cli.policy import BACKENDS, PolicyBackend, create
-
-
-def policy_options(cfg: CollectConfig) -> dict[str, Any]:
-    """Every collect setting by its field name: each backend's `Options.from_options` takes the ones it has."""
-    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+from swerl_cli.policy import BACKENDS, PolicyBackend
 
 
 def build_policy(cfg: CollectConfig) -> PolicyBackend:
-    """The backend `cfg.policy` names, configured from `cfg` and checked before any episode."""
-    return create(cfg.policy, **policy_options(cfg))
+    """The backend `cfg.policy` names, built from `cfg.policy_options` and checked before any episode."""
+    backend: PolicyBackend = BACKENDS.cls(cfg.policy).create(cfg.policy_options)
+    return backend
 
 
 def episode_policy(cfg: CollectConfig, instance_id: str, sample: int) -> PolicyBackend:

@@ -169,8 +169,8 @@ def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any
     (`CollectConfig`: `policy: {name: vllm, tensor_parallel_size: 2}`)."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    hints = field_types(cls)
+    fields = {f.name for f in init_fields(cls)}
     values: dict[str, Any] = {}
     given: set[str] = set()
     if path is not None:
@@ -200,6 +200,24 @@ def resolve_config(cls: type[C], path: str | Path | None = None, /, **flags: Any
         if path is not None and not str(e).startswith(str(path)):
             raise ConfigError(f"{path}: {e}") from None
         raise
+
+
+def init_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    """The parameters of config class `cls`'s constructor, in declaration order: its init fields and its `InitVar`s
+    (values a config takes and keeps in another form: `CollectConfig`'s policy options, kept as one section)."""
+    hints = typing.get_type_hints(cls)
+    regular = {f.name for f in dataclasses.fields(cls)}
+    declared: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
+    return [
+        f
+        for f in declared.values()
+        if f.init and (f.name in regular or isinstance(hints.get(f.name), dataclasses.InitVar))
+    ]
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """The type hints of config class `cls`, an `InitVar[T]` as its `T`."""
+    return {k: v.type if isinstance(v, dataclasses.InitVar) else v for k, v in typing.get_type_hints(cls).items()}
 
 
 # The dataclass-field metadata key under which a field's `Flag` is kept.
@@ -235,7 +253,7 @@ def flag(
 def flag_fields(cls: type) -> list[tuple[dataclasses.Field[Any], Flag]]:
     """The flag fields of config class `cls` in help order: the most derived class's fields first (a field it
     redeclares counts as its own), then each base class's, each in declaration order."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in (*dataclasses.fields(cls), *init_fields(cls))}
     names: dict[str, None] = {}
     for klass in cls.__mro__:
         names.update(dict.fromkeys(klass.__dict__.get("__annotations__", {})))

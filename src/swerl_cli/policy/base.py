@@ -166,6 +166,11 @@ class PolicyOptions(Options):
     """A backend's own options: a frozen dataclass whose fields are named like the user's flags (`model`,
     `base_url`, `policy_version`...), so `from_options` can read them from any command's settings."""
 
+    def input_files(self) -> tuple[str, ...]:
+        """Files the backend reads records from (replay's trajectories): the command's inputs too, so its output
+        may not overwrite them; none by default."""
+        return ()
+
 
 class PolicyBackend(Policy):
     """One kind of policy, registered by short name in `swerl_cli.policy.BACKENDS` (docs/policies.md).

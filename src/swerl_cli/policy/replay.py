@@ -19,6 +19,10 @@ class ReplayOptions(PolicyOptions):
 
     replay: str | None = flag(None, "Trajectory file whose actions the replay policy re-plays.")
 
+    def input_files(self) -> tuple[str, ...]:
+        """The trajectory file, read as an input."""
+        return (self.replay,) if self.replay else ()
+
 
 class ReplayPolicy(ScriptedBackend):
     """Answers turn k of (instance_id, sample) with the k-th assistant message of the matching trajectory."""
