@@ -24,8 +24,9 @@ SLOW: dict[str, str] = {
     "tests/training/dapo/test_learning.py": "DAPO must measurably learn (reward rises over iterations): real rollouts, "
     "real updates",
     "tests/training/dapo/test_learning_async.py": "the asynchronous loop must learn too: real rollouts and updates",
-    "tests/grading/test_hacks.py": "the tampering corpus: about 100 gradings in one `swerl grade` call (every attack "
-    "on an example task, on it as `python3 -m pytest`, on a mined task) plus the mined task's image build",
+    "tests/grading/test_hacks.py": "the tampering corpus: about 180 gradings in one `swerl grade` call (every attack "
+    "on an example task, on it as `python3 -m pytest`, on a mined task and on a synthesized task) plus the mined and "
+    "synthesized tasks' image builds",
 }
 
 
