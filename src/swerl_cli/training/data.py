@@ -1,4 +1,4 @@
-"""Trajectory records -> token sequences with exact loss masks, and packing into token-budget micro-batches.
+"""Trajectory records -> token sequences with exact loss masks (`load_samples`, `trajectory_to_sample`).
 
 Layout (docs/records.md, `turns`), one sequence per trajectory:
 
@@ -8,67 +8,23 @@ Layout (docs/records.md, `turns`), one sequence per trajectory:
     logprobs  = the sampler's logprobs on token_ids positions, 0.0 elsewhere (DAPO's old-policy logprobs)
 
 Recorded token ids are used when every turn has them (no re-tokenisation drift). Otherwise (gold, replay, imported
-trajectories) `messages` are rendered with the model's chat template and `return_assistant_tokens_mask`, which needs
-{% generation %} markers; the masked spans are checked against the assistant messages before use.
-Torch is imported only by `collate`; everything else is plain Python so it is cheap to test.
+trajectories) `messages` are rendered with the model's chat template (`data_render.py`). `Sample` and `DataStats` are
+in `data_sample.py`; packing samples into micro-batches is `batching.py`'s. Plain Python, no torch: cheap to test.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from swerl_cli.core.errors import InputError
-from swerl_cli.streams.records import GRADED, TRAJECTORY, Located, check_schema, require
+from swerl_cli.streams.records import GRADED, TRAJECTORY, Located, check_schema
+from swerl_cli.training.data_render import sample_from_messages
+from swerl_cli.training.data_sample import DataStats, Sample, untrained
+
+# Sample and DataStats are imported from here by the trainers (rft, dapo, batching, probe).
+__all__ = ["TOO_LONG_POLICIES", "DataStats", "Sample", "UnrebuildableError", "load_samples", "trajectory_to_sample"]
 
 TOO_LONG_POLICIES = ("error", "truncate", "drop")
-_GENERATION_TAG = re.compile(r"{%-?\s*generation\s*-?%}")
-
-
-@dataclass(slots=True)
-class Sample:
-    """One trajectory as a training sequence. `record` is the source object (rewards, groups, stats for DAPO)."""
-
-    id: str
-    source: str
-    line: int
-    input_ids: list[int]
-    loss_mask: list[int]
-    logprobs: list[float]
-    has_logprobs: bool
-    record: dict[str, Any] = field(repr=False, default_factory=dict)
-    truncated: int = 0
-    advantage: float = 0.0  # DAPO: the group advantage broadcast to every action token (0.0 in RFT)
-    infer_logprobs: list[float] = field(default_factory=list)  # DAPO corrections: the sampler's, kept apart
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-    @property
-    def n_trainable(self) -> int:
-        """Number of tokens with loss mask 1."""
-        return sum(self.loss_mask)
-
-
-@dataclass(slots=True)
-class DataStats:
-    """Counts reported in the run summary: what was read, skipped, truncated or dropped."""
-
-    records: int = 0
-    samples: int = 0
-    skipped: int = 0
-    truncated: int = 0
-    dropped_too_long: int = 0
-    rerendered: int = 0
-    skipped_unrebuildable: int = 0
-    tokens: int = 0
-    trainable_tokens: int = 0
-    format_error_turns_masked: int = 0
-    masked_turns: int = 0  # turns flagged `masked` (a demonstration's deliberate mistake), never trained on
-    skip_reasons: dict[str, int] = field(default_factory=dict)
-    # The trained samples per the records' `run` name (where the data came from: e.g. `bootstrap-gold-demos`).
-    runs: dict[str, int] = field(default_factory=dict)
 
 
 class UnrebuildableError(InputError):
@@ -119,7 +75,7 @@ def sample_from_tokens(loc: Located, turns: list[dict[str, Any]], mask_format_er
         elif not isinstance(lp, list) or len(lp) != len(toks):
             n = len(lp) if isinstance(lp, list) else "not an array"
             raise loc.error(f"{where}.logprobs", f"length {n} != token_ids length {len(toks)}")
-        trainable = 0 if _untrained(turn, mask_format_errors, stats) else 1
+        trainable = 0 if untrained(turn, mask_format_errors, stats) else 1
         ids += glue
         mask += [0] * len(glue)
         lps += [0.0] * len(glue)
@@ -128,84 +84,6 @@ def sample_from_tokens(loc: Located, turns: list[dict[str, Any]], mask_format_er
         lps += [float(x) for x in lp]
     rec = loc.obj
     return Sample(str(rec.get("id", f"{loc.source}:{loc.line}")), loc.source, loc.line, ids, mask, lps, has_lp, rec)
-
-
-def _untrained(turn: dict[str, Any], mask_format_errors: bool, stats: DataStats) -> bool:
-    """True when `turn` gets loss mask 0: flagged `masked`, or a format error under `mask_format_errors` (counted)."""
-    if turn.get("masked") is True:
-        stats.masked_turns += 1
-        return True
-    if turn.get("format_error") is True and mask_format_errors:
-        stats.format_error_turns_masked += 1
-        return True
-    return False
-
-
-def check_generation_template(tokenizer: Any, where: str) -> None:
-    """Re-rendering needs {% generation %} markers in the chat template; say so in one line if absent."""
-    template = getattr(tokenizer, "chat_template", None)
-    if not isinstance(template, str) or not _GENERATION_TAG.search(template):
-        raise InputError(
-            where,
-            None,
-            None,
-            "record has no token ids and the model's chat template has no {% generation %} markers, so assistant "
-            "tokens cannot be masked; use a template with generation markers (swerl check-template) "
-            "or record token ids",
-        )
-
-
-def sample_from_messages(loc: Located, tokenizer: Any, mask_format_errors: bool, stats: DataStats) -> Sample:
-    """Render `messages` with the chat template and keep the assistant spans (checked against the messages)."""
-    check_generation_template(tokenizer, f"{loc.source}:{loc.line}")
-    messages = require(loc, "messages", list)
-    if not messages:
-        raise loc.error("messages", "empty: there is no conversation to render")
-    from jinja2 import TemplateError  # transformers renders chat templates with jinja2
-
-    try:
-        out = tokenizer.apply_chat_template(
-            messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, add_generation_prompt=False
-        )
-    except (ValueError, TypeError, KeyError, TemplateError) as e:  # the template rejects the conversation
-        raise loc.error("messages", f"the chat template cannot render them: {str(e).splitlines()[0]}") from None
-    ids = list(out["input_ids"])
-    amask = list(out["assistant_masks"])
-    spans = _runs(amask)
-    assistant_idx = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"]
-    if len(spans) != len(assistant_idx):
-        raise loc.error("messages", f"chat template marked {len(spans)} assistant spans for {len(assistant_idx)} turns")
-    turns = loc.obj.get("turns")
-    flagged = {
-        t.get("message_index")
-        for t in (turns if isinstance(turns, list) else [])
-        if isinstance(t, dict) and _untrained(t, mask_format_errors, stats)
-    }
-    mask = [0] * len(ids)
-    for (start, end), mi in zip(spans, assistant_idx, strict=True):
-        content = messages[mi].get("content")
-        if isinstance(content, str) and content.strip() and content.strip() not in tokenizer.decode(ids[start:end]):
-            raise loc.error(f"messages[{mi}]", "assistant span rendered by the chat template does not match content")
-        if mi in flagged:
-            continue
-        mask[start:end] = [1] * (end - start)
-    stats.rerendered += 1
-    rec = loc.obj
-    return Sample(
-        str(rec.get("id", f"{loc.source}:{loc.line}")), loc.source, loc.line, ids, mask, [0.0] * len(ids), False, rec
-    )
-
-
-def _runs(mask: list[int]) -> list[tuple[int, int]]:
-    """Contiguous runs of 1s: `_runs([0,1,1,0,1]) == [(1, 3), (4, 5)]`."""
-    spans, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            spans.append((start, i))
-            start = None
-    return spans
 
 
 def trajectory_to_sample(
