@@ -7,6 +7,12 @@ on any python3 in the task image. The editor state (open file, first line of the
 (`<first line>\n<path>`) so it persists across commands of one episode. Only `os` and `sys` are imported (and
 `warnings`, when an edit of a .py file is checked): each tool call is a fresh interpreter (run with -I -S), and
 `json` alone (via `re`) would triple its start-up cost.
+
+It stays one file, over the 300-line rule (docs/architecture.md lists it as the exemption): it is the unit shipped
+into each sandbox. The agent loop writes it with one `write_file` per episode (agent/loop.py), and every tool call
+imports it, by name, into a fresh isolated interpreter on the task image's python3 (agent/tools.py's launcher). A
+second module would be a second write per episode and a second import per call, and the loop and the launcher would
+have to know the list of files; nothing outside the sandbox imports it, so a split would buy no reuse.
 """
 
 import os
