@@ -17,7 +17,9 @@ fi
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   log "starting dockerd in the background (log: /var/log/swerl-dockerd.log)"
   # No bridge network (private ranges are unavailable here): sandboxes run with network 'none'.
-  nohup dockerd --bridge=none --iptables=false >/var/log/swerl-dockerd.log 2>&1 &
+  # Its own session (setsid): the engine outlives the shell, job or agent that started it (a nohup'd child of a
+  # process group that is killed goes with it; this killed the engine under a running RL pipeline once).
+  setsid nohup dockerd --bridge=none --iptables=false >/var/log/swerl-dockerd.log 2>&1 < /dev/null &
 fi
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then exit 0; fi
