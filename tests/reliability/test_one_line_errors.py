@@ -77,10 +77,7 @@ def test_eval_plot_into_a_missing_directory_is_written(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["eval", str(src), "--plot", "/sys/swerl-plot.png"])  # tables first, then this
     assert res.exit_code == 1
     assert "Traceback" not in res.stderr
-    assert (
-        res.stderr.strip().splitlines()[-1]
-        == "swerl eval: /sys/swerl-plot.png: cannot write the plot: Permission denied"
-    )
+    assert res.stderr.strip().splitlines()[-1] == "swerl eval: /sys/swerl-plot.png: cannot write: Permission denied"
 
 
 def test_unknown_schema_version_is_rejected_by_collect_and_tasks_import(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,11 +12,13 @@ from rich.console import Console
 from rich.table import Table
 
 from swerl_cli.cli._common import INPUTS, boundary, err_console
+from swerl_cli.cli._paths import check_output_target
 from swerl_cli.core.errors import UsageError, require_modules
 from swerl_cli.evaluation.compare import Comparison, verdicts
 from swerl_cli.evaluation.compare import compare as compare_runs
-from swerl_cli.evaluation.metrics import Report, evaluate, plot_reports, short_labels
+from swerl_cli.evaluation.metrics import Report, evaluate, short_labels
 from swerl_cli.evaluation.paired import KEYS, Paired, paired, source_label
+from swerl_cli.evaluation.plot import plot_format, plot_formats, render_plot
 from swerl_cli.evaluation.tables import FORMATS, max_k, paired_cells, render, report_cells
 from swerl_cli.evaluation.tables import fmt as fmt_num
 from swerl_cli.streams.jsonl import read_records
@@ -88,9 +91,7 @@ def _eval(
     for flag, on in (("--compare", compare), ("--paired", paired_)):
         if on and (len(files) != 2 or files.count("-") > 1):
             raise UsageError(f"{flag} needs exactly two inputs (A B); got {len(files)}")
-    if plot:
-        require_modules("matplotlib")
-        refuse_own_input("--plot", plot, files)
+    image_format = _plot_format(plot, files) if plot else None
     records = _reader(files, twice=compare or paired_)
     reports = [evaluate(records(f), source_label(f), errors_as_failures=errors_as_failures) for f in files]
     a, b = files[0], files[-1]
@@ -114,9 +115,27 @@ def _eval(
             _print_compare(console, cmp)
         if pair is not None:
             _print_paired(console, pair)
-    if plot:
-        plot_reports(reports, plot)
+    if plot and image_format:
+        image = render_plot(reports, image_format)
+        with open_output(plot, "replace", inputs=files) as out:  # the old plot stays whole until the new is written
+            out.write_bytes(image)
         err_console.print(f"eval: wrote {plot}")
+
+
+def _plot_format(plot: str, files: list[str]) -> str:
+    """Before any input is read: --plot names a file (not a directory: `DIR/` wrote `DIR/.png`), not an input,
+    with a suffix matplotlib can write (none: PNG)."""
+    require_modules("matplotlib")
+    check_output_target("--plot", plot)
+    refuse_own_input("--plot", plot, files)
+    found = plot_format(plot)
+    if found is None:
+        raise UsageError(
+            f"--plot {plot}: cannot write a {Path(plot).suffix} image; use one of "
+            + ", ".join("." + f for f in plot_formats())
+            + " (or no suffix: PNG)"
+        )
+    return found
 
 
 def _reader(files: list[str], *, twice: bool) -> Callable[[str], Iterable[Located]]:

@@ -18,10 +18,8 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from swerl_cli.core.errors import OutputError
 from swerl_cli.streams.graded import read_graded
 from swerl_cli.streams.jsonl import read_records
 from swerl_cli.streams.records import EVAL, Located, UniqueIds, schema_tag
@@ -174,47 +172,3 @@ def short_labels(sources: list[str]) -> list[str]:
     """Column labels: file names when they are unique, else the paths as given."""
     names = [s.rsplit("/", 1)[-1] for s in sources]
     return names if len(set(names)) == len(names) else list(sources)
-
-
-def plot_reports(reports: list[Report], path: str) -> None:
-    """Write a PNG: pass@k curves for one input; pass@1 (+- SEM) and pass@k across inputs for several."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    if len(reports) == 1:
-        rep = reports[0]
-        ks = sorted(rep.pass_at_k)
-        ax.plot(ks, [rep.pass_at_k[k] for k in ks], marker="o", label=short_labels([rep.source])[0])
-        ax.set_xlabel("k")
-        ax.set_ylabel("pass@k")
-        ax.set_title("pass@k")
-    else:
-        xs = list(range(len(reports)))
-        ax.errorbar(
-            xs,
-            [r.pass1 for r in reports],
-            yerr=[r.pass1_sem for r in reports],
-            marker="o",
-            capsize=3,
-            label="pass@1 ± SEM",
-        )
-        top_k = min((max(r.pass_at_k) for r in reports if r.pass_at_k), default=1)
-        if top_k > 1:
-            ax.plot(xs, [r.pass_at_k.get(top_k, float("nan")) for r in reports], marker="s", label=f"pass@{top_k}")
-        ax.set_xticks(xs, short_labels([r.source for r in reports]), rotation=20, ha="right", fontsize=8)
-        ax.set_ylabel("resolve rate")
-        ax.set_title("metrics across inputs")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)  # like -o: a missing directory is created
-        fig.savefig(path)
-    except OSError as e:
-        raise OutputError(f"{path}: cannot write the plot: {e.strerror or e}") from None
-    finally:
-        plt.close(fig)
