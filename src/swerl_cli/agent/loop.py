@@ -83,7 +83,10 @@ async def prepare_sandbox(sandbox: Sandbox, settings: AgentSettings, clock: _Clo
     """Ship the editor script into the sandbox and define the tool commands in its shell."""
     clock = clock or _Clock()
     await clock.sandbox(sandbox.write_file, T.TOOLS_SCRIPT, T.tools_script())
-    res = await clock.sandbox(sandbox.run, T.setup_command(settings.window, settings.edit_check), 60.0)
+    link_bin = getattr(sandbox, "isolated", True)  # never into the host's /usr/local/bin (local sandbox)
+    res = await clock.sandbox(
+        sandbox.run, T.setup_command(settings.window, settings.edit_check, link_bin=link_bin), 60.0
+    )
     if res.exit_code != 0:
         raise SandboxError(f"could not install the editor tools in the sandbox: {res.output[-300:]}")
 

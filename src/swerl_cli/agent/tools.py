@@ -128,16 +128,18 @@ _LAUNCH = (
 )
 
 
-def setup_command(window: int, edit_check: str = "syntax") -> str:
+def setup_command(window: int, edit_check: str = "syntax", *, link_bin: bool = True) -> str:
     """Shell command run once per episode after the script is written: wrappers on PATH, pagers off, the editor's
-    window and its syntax check (`syntax` or `off`)."""
+    window and its syntax check (`syntax` or `off`). `link_bin` also links the wrappers into /usr/local/bin (for
+    commands that reset PATH): only in a sandbox of its own, never on the host (a local sandbox planted them there,
+    pointing into a /tmp directory anyone could create)."""
     wrappers = {t: f'#!/bin/sh\nexec python3 -I -S -c {shlex.quote(_LAUNCH)} {t} "$@"' for t in EDITOR_TOOLS}
     wrappers["submit"] = '#!/bin/sh\necho "Error: submit must be the only command in its block."\nexit 1'
     writes = "; ".join(f"printf '%s\\n' {shlex.quote(body)} > {TOOLS_DIR}/bin/{t}" for t, body in wrappers.items())
     return (
         f"mkdir -p {TOOLS_DIR}/bin && {writes}; chmod +x {TOOLS_DIR}/bin/*; "
-        f"(ln -sf {TOOLS_DIR}/bin/* /usr/local/bin/ 2>/dev/null || true); "
-        f"printf '1\\n' > {STATE_FILE}; "
+        + (f"(ln -sf {TOOLS_DIR}/bin/* /usr/local/bin/ 2>/dev/null || true); " if link_bin else "")
+        + f"printf '1\\n' > {STATE_FILE}; "
         f"export PATH={TOOLS_DIR}/bin:$PATH SWERL_WINDOW={int(window)} SWERL_EDIT_CHECK={shlex.quote(edit_check)} "
         f"PAGER=cat GIT_PAGER=cat MANPAGER=cat "
         f"PIP_PROGRESS_BAR=off TERM=dumb"

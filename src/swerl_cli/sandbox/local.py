@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import shutil
 import signal
@@ -114,8 +115,19 @@ def find_repo(task: Task, repo_dir: str | None) -> Path:
     raise ConfigError(f"{repo_dir}: no git repository for {task.repo} (looked for {task.repo.replace('/', '__')}/)")
 
 
+ROOT_PREFIX = "swerl-local-"
+# /tmp/.swerl[/...] and /tmp/swerl-* as whole paths (not /var/tmp/..., not a local sandbox's own root).
+_PLAIN_PATH = re.compile(r"/[\w./-]*")
+_SCRATCH_NAMES = r"/(?=\.swerl(?![\w.-])|swerl-(?!local-))"
+_SCRATCH = re.compile(r"(?<![\w.~/-])/tmp" + _SCRATCH_NAMES)
+
+
 class LocalSandbox(ShellSandbox):
-    """The Sandbox protocol on this machine (development only); close() deletes the temporary clone."""
+    """The Sandbox protocol on this machine (development only); close() deletes the temporary clone. Its /tmp is
+    the host's: TMPDIR and swerl's scratch paths point into the sandbox's own directory instead (`_scratch`), and
+    nothing is installed outside it (`isolated` False)."""
+
+    isolated = False
 
     def __init__(
         self,
@@ -133,18 +145,36 @@ class LocalSandbox(ShellSandbox):
             _warned = True
         self.task = task
         self.limits = limits or SandboxLimits()
-        self.root = Path(tempfile.mkdtemp(prefix="swerl-local-"))
+        # The scratch paths are spliced into shell text: a temporary directory whose path would need quoting
+        # (TMPDIR with a space) is not used for them.
+        tmp_base = tempfile.gettempdir()
+        tmp_base = tmp_base if _PLAIN_PATH.fullmatch(tmp_base) else "/tmp"
+        self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=tmp_base))
         self.workdir = str(self.root / "repo")
+        self.tmp = str(self.root / "tmp")  # this sandbox's /tmp: TMPDIR, and swerl's scratch paths (_scratch)
+        self._back = re.compile(re.escape(self.tmp) + _SCRATCH_NAMES)
         self._closed = False
         lifecycle.register(id(self), self._remove)
         try:
+            os.mkdir(self.tmp, 0o700)
             _clone_at(src, Path(self.workdir), task.base_commit)
-            self._shell = Shell(
-                _PipeTransport(self.workdir, {**os.environ, **(env or {})}), self.limits.output_cap_bytes
-            )
+            shell_env = {**os.environ, **(env or {}), "TMPDIR": self.tmp}
+            self._shell = Shell(_PipeTransport(self.workdir, shell_env), self.limits.output_cap_bytes)
         except BaseException:
             self.close()
             raise
+
+    def _scratch(self, text: str) -> str:
+        """swerl's fixed scratch paths under /tmp (the editor tools' /tmp/.swerl, a test_cmd's
+        /tmp/swerl-junit.xml, /tmp/swerl-bug.patch, ...) name this sandbox's own directory: concurrent local
+        sandboxes on one machine shared them (the editor state of one episode steered another's edits), and the
+        host's /tmp was written."""
+        return _SCRATCH.sub(lambda _: self.tmp + "/", text)
+
+    def _unscratch(self, text: str) -> str:
+        """Outputs name them as commands do (/tmp/swerl-junit.xml, not this sandbox's directory): what a caller
+        reads back (the guard's result path, pytest's `generated xml file`) is what it wrote."""
+        return self._back.sub("/tmp/", text) if self.tmp in text else text
 
     def _remove(self) -> None:
         shell = getattr(self, "_shell", None)

@@ -10,6 +10,7 @@ timeout can kill the command's groups without touching the shell.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import secrets
 import shlex
 import time
@@ -217,33 +218,50 @@ class ShellSandbox:
     """The Sandbox protocol over one persistent `Shell`: what the docker and local backends share.
 
     A backend's constructor sets `task`, `workdir`, `limits` and `_shell`, registers itself with `lifecycle`, and
-    implements `_remove()` (stop the shell, delete the container or the temporary clone).
+    implements `_remove()` (stop the shell, delete the container or the temporary clone). `isolated` is False for a
+    sandbox whose processes run on the host (local): nothing is installed outside the sandbox's own directories.
+    `_scratch` rewrites swerl's fixed scratch paths (`/tmp/.swerl`, `/tmp/swerl-*`) in every command and path given
+    to it, and `_unscratch` the outputs back: a container's /tmp is its own, a host sandbox points them at a
+    directory of its own and still speaks their names.
     """
 
     task: Task
     workdir: str
     limits: SandboxLimits
+    isolated: bool = True
     _shell: Shell | None = None
     _closed: bool = False
 
+    def _scratch(self, text: str) -> str:
+        return text
+
+    def _unscratch(self, text: str) -> str:
+        return text
+
+    def _run(self, cmd: str, timeout_s: float, cap: int | bool) -> ExecResult:
+        """One command, its scratch paths rewritten, and its output speaking the names the caller used."""
+        res = self._sh().run(self._scratch(cmd), timeout_s, cap=cap)
+        output = self._unscratch(res.output)
+        return res if output == res.output else dataclasses.replace(res, output=output)
+
     def run(self, cmd: str, timeout_s: float = 60.0, *, cap: int | None = None) -> ExecResult:
         """Run a shell command; cwd and env persist; output capped (SandboxLimits.output_cap_bytes unless `cap`)."""
-        return self._sh().run(cmd, timeout_s, cap=cap or True)
+        return self._run(cmd, timeout_s, cap or True)
 
     def run_uncapped(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
         """Like `run` but returns the whole output (for reading files and logs)."""
-        return self._sh().run(cmd, timeout_s, cap=False)
+        return self._run(cmd, timeout_s, False)
 
     def write_file(self, path: str, data: str | bytes) -> None:
         """Write a file (parents created), relative paths from the current directory."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        res = self._sh().put(path, raw)
+        res = self._sh().put(self._scratch(path), raw)
         if res.exit_code != 0:
             raise SandboxError(f"could not write {path}: {res.output.strip()[:200]}")
 
     def read_file(self, path: str) -> bytes:
         """Read a file's bytes (base64 on the wire, so any content survives)."""
-        res = self._sh().run(f"base64 -w0 -- {shlex.quote(path)}", 120, cap=False)
+        res = self._sh().run(f"base64 -w0 -- {shlex.quote(self._scratch(path))}", 120, cap=False)
         if res.exit_code != 0:
             raise SandboxError(f"could not read {path}: {res.output.strip()[:200]}")
         return base64.b64decode(res.output)
@@ -251,7 +269,7 @@ class ShellSandbox:
     def diff(self) -> str:
         """`git diff` of the working tree (untracked files included) vs base_commit, test files excluded."""
         cmd = diff_command(self.task.base_commit, touched_files(self.task), self.workdir, secrets.token_hex(8))
-        res = self._sh().run(cmd, 120, cap=False)
+        res = self._run(cmd, 120, False)
         if res.exit_code != 0:
             raise SandboxError(f"git diff failed: {res.output.strip()[:300]}")
         return res.output

@@ -18,7 +18,8 @@ have to know the list of files; nothing outside the sandbox imports it, so a spl
 import os
 import sys
 
-STATE = os.environ.get("SWERL_STATE", "/tmp/.swerl/state")
+# Beside this script (agent/tools.py: TOOLS_DIR/state), wherever the sandbox put it: a local sandbox keeps its own.
+STATE = os.environ.get("SWERL_STATE") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "state")
 WINDOW = int(os.environ.get("SWERL_WINDOW", "100"))
 # syntax: an edit or replace that would turn a compiling .py file into one that does not is refused (the file is left
 # as it was), as SWE-agent's linting editor does; off: every edit is applied.
