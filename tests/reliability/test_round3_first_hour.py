@@ -37,6 +37,31 @@ def test_collect_help_shows_the_defaults_and_the_base_url_the_default_policy_nee
     assert "[default: 4]" in options["--concurrency"]
 
 
+def _options(command, path: list[str]):  # (command path, click option) of every command below `command`
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _options(sub, [*path, name])
+    for param in getattr(command, "params", []):
+        if hasattr(param, "show_default"):
+            yield " ".join(path), command, param
+
+
+def test_no_option_shows_its_default_twice() -> None:
+    """Once --help showed every default, the help texts that wrote their own `[default: N]` showed it twice
+    (`grade --workers`: `Sandboxes graded in parallel [default: 1]. [default: 1]`, 15 options in 5 commands)."""
+    import click
+    import typer
+
+    from swerl_cli.cli import build
+
+    twice = []
+    for path, command, option in _options(typer.main.get_command(build()), []):
+        record = option.get_help_record(click.Context(command, info_name=path))
+        own = (option.help or "").count("[default:")  # convert --model-name names two defaults of its own
+        if record and own and record[1].count("[default:") > own:
+            twice.append(f"{path} {option.opts[0]}: {record[1]}")
+    assert twice == []
+
+
 def test_a_config_file_still_wins_over_a_default_that_help_shows(tmp_path: Path) -> None:
     """The defaults are shown, yet a flag left out is 'not given': the YAML file's value stands."""
     cfg = tmp_path / "c.yaml"

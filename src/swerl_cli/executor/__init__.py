@@ -54,10 +54,10 @@ class JobSettings:
         metavar="ADDRESS",
     )
     # Ray's resource request per job (paper: 0.5 CPU, 2 GiB per agent)
-    episode_cpus: float = flag(0.5, "With --ray: CPUs Ray reserves per job [default: 0.5].", metavar="N")
-    episode_memory_gb: float = flag(2.0, "With --ray: memory Ray reserves per job [default: 2].", metavar="GB")
+    episode_cpus: float = flag(0.5, "With --ray: CPUs Ray reserves per job.", metavar="N")
+    episode_memory_gb: float = flag(2.0, "With --ray: memory Ray reserves per job.", metavar="GB")
     max_episode_retries: int = flag(
-        2, "With --ray: reruns of a job whose node or worker died, then an error record [default: 2].", metavar="N"
+        2, "With --ray: reruns of a job whose node or worker died, then an error record.", metavar="N"
     )
 
     def check_job_settings(self) -> None:

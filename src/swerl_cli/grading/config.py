@@ -18,20 +18,20 @@ MODES = ("strict", "harness")
 class GradeConfig(JobSettings):
     """How `swerl grade` runs tests: sandbox backend, limits, timeout, parallelism (fields = flags)."""
 
-    workers: int = flag(1, "Sandboxes graded in parallel [default: 1].", metavar="N")
+    workers: int = flag(1, "Sandboxes graded in parallel.", metavar="N")
     mode: str = flag(
         "strict",
         "strict: only `git apply`, a refused patch scores 0 (reason patch_failed), and so does a finding of the "
         "static audit of the patch (reason tampering_suspected); harness: SWE-bench's fallbacks (git apply --3way, "
-        "GNU patch --fuzz=5), status patch_failed, audit findings recorded only [default: strict].",
+        "GNU patch --fuzz=5), status patch_failed, audit findings recorded only.",
         metavar="MODE",
     )
-    timeout_s: float = flag(1800.0, "test_cmd timeout in seconds [default: 1800].", metavar="S")
+    timeout_s: float = flag(1800.0, "test_cmd timeout in seconds.", metavar="S")
     sandbox: str = flag(DEFAULT_BACKEND, f"Sandbox backend: {one_of()}.")
     repo_dir: str | None = flag(None, REPO_DIR_HELP, metavar="DIR")
     run_id: str | None = flag(None, "Label for this run's containers [default: generated].")
-    memory_mb: int = flag(4096, "Memory limit per sandbox in MiB [default: 4096].")
-    cpus: float = flag(1.0, "CPU limit per sandbox [default: 1.0].")
+    memory_mb: int = flag(4096, "Memory limit per sandbox in MiB.")
+    cpus: float = flag(1.0, "CPU limit per sandbox.")
     network: bool = flag(False, "Give sandboxes a network.")
     # None: the repository's owner in the image (swerl-built images: `swerl`), nobody when root owns it
     sandbox_user: str | None = flag(

@@ -37,7 +37,7 @@ class VLLMOptions(PolicyOptions):
     policy_version: str | None = flag(None, POLICY_VERSION)
     dtype: str = flag("auto", DTYPE)
     tensor_parallel_size: int = flag(1, "GPUs per vLLM engine (vllm policy).")
-    gpu_memory_utilization: float = flag(0.9, "Share of GPU memory vLLM may take (vllm policy; default 0.9).")
+    gpu_memory_utilization: float = flag(0.9, "Share of GPU memory vLLM may take (vllm policy).")
     # collect's own settings, which the engine is sized by (their defaults there are collect's)
     max_context_tokens: int = 65536
     concurrency: int = 1

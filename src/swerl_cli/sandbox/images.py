@@ -135,7 +135,7 @@ def pull(client: Any, image: str, log: Callable[[str], None] | None = None) -> i
 class PullConfig:
     """`swerl tasks pull`: parallel pulls, a mirror and a disk budget (flags are the kebab-case twins)."""
 
-    workers: int = flag(4, "Pulls at once [default: 4].", metavar="N")
+    workers: int = flag(4, "Pulls at once.", metavar="N")
     registry: str | None = flag(None, REGISTRY_FLAG)
     image_budget_gb: float | None = flag(None, IMAGE_BUDGET_FLAG)
 

@@ -35,7 +35,7 @@ class TrainConfig:
     warmup_steps: int = 0
     lr_schedule: str = "constant"  # constant | cosine (to 0 at the last step)
     seed: int = 0
-    zero_stage: int = flag(2, "DeepSpeed ZeRO stage (0-3; default 2).")
+    zero_stage: int = flag(2, "DeepSpeed ZeRO stage (0-3).")
     offload: bool = flag(False, "Offload optimizer state (and ZeRO-3 params) to CPU memory.")
     gradient_checkpointing: bool = flag(False, "Recompute activations in backward.")
     dtype: str = flag("auto", "auto (bf16 on GPU, fp32 on CPU), bf16 or fp32.")
