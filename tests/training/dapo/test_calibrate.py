@@ -133,11 +133,14 @@ def test_rechoose_applies_todays_rule_to_a_recorded_choice(tmp_path: Path) -> No
     assert (new["candidate"], new["flags"]) == ("eps=1e-8", ["--adam-eps", "1e-08"])
     assert new["inputs"] == {"graded": "g.jsonl", "rechosen_from": str(old)}
     p = subprocess.run([*script, str(old), str(tmp_path / "tight.json"), "1e-6"], capture_output=True, text=True)
-    assert p.returncode == 0 and json.loads((tmp_path / "tight.json").read_text())["candidate"] == "eps=1e-8"
+    assert p.returncode == 0
+    assert json.loads((tmp_path / "tight.json").read_text())["candidate"] == "eps=1e-8"
     assert "every gain drifted" in json.loads((tmp_path / "tight.json").read_text())["rule"]
     (tmp_path / "bad.json").write_text("not json\n")
     p = subprocess.run([*script, str(tmp_path / "bad.json"), str(tmp_path / "x.json")], capture_output=True, text=True)
-    assert p.returncode == 3 and len(p.stderr.strip().splitlines()) == 1 and "bad.json" in p.stderr
+    assert p.returncode == 3
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert "bad.json" in p.stderr
     assert not (tmp_path / "x.json").exists()
 
 
