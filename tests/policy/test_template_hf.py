@@ -45,6 +45,18 @@ def test_check_template_fails_on_a_template_that_rewrites_history(tiny_model, tm
     assert "NOT prefix-preserving" in res.stderr.decode()
 
 
+def test_check_template_on_an_unusable_model_is_exit_3_not_the_exit_1_of_a_bad_template(tiny_model, tmp_path):
+    """A corrupt tokenizer.json exited 1, the code that says 'NOT prefix-preserving'; every other --model check
+    (collect, rft, dapo) refuses it with exit 3 (core/model_dir.py)."""
+    model = tmp_path / "broken"
+    shutil.copytree(tiny_model, model)
+    (model / "tokenizer.json").write_text('{"version": "1.0", "trunc')
+    res = run_swerl("check-template", str(model))
+    assert (res.returncode, res.stdout) == (3, b"")
+    (line,) = res.stderr.decode().splitlines()
+    assert line.startswith(f"swerl check-template: --model {model}: not a usable model directory: tokenizer.json ")
+
+
 def test_hf_policy_returns_exact_prompt_ids_sampled_ids_and_logprobs(tiny_model):
     import asyncio
 

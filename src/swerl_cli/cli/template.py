@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from swerl_cli.cli._common import boundary, err_console
-from swerl_cli.core.errors import InputError, PolicyError
+from swerl_cli.core.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +27,7 @@ def _check_template(
 ) -> None:
     import json
 
-    from swerl_cli.core.model_dir import load_tokenizer
+    from swerl_cli.core.model_dir import check_model_dir, load_tokenizer
     from swerl_cli.policy.tokens import SAMPLE_CONVERSATION, check_prefix_preserving
     from swerl_cli.policy.turns import render_ids
     from swerl_cli.streams.jsonl import dumps
@@ -39,7 +39,8 @@ def _check_template(
         except (OSError, ValueError) as e:
             raise InputError(conversation, None, None, f"cannot read a JSON list of messages: {e}") from None
         _check_messages(conversation, messages)
-    tok = load_tokenizer(model, PolicyError)  # a model that cannot load: exit 1
+    check_model_dir(model)  # an unusable directory is exit 3 as for every --model, not the exit 1 of a bad template
+    tok = load_tokenizer(model)
     eos = tok.eos_token_id
     report = check_prefix_preserving(
         lambda msgs, gen: render_ids(tok, msgs, add_generation_prompt=gen),
