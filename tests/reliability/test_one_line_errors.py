@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swerl_cli.cli import app
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, run_swerl
 from tests.records import graded, jsonl
 
 TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
@@ -116,3 +116,33 @@ def test_collect_output_into_a_missing_directory_is_created(tmp_path: Path) -> N
     code, _, err = _run("collect", str(tmp_path / "none.jsonl"), "--policy", "gold", "-o", str(out))
     assert code == 0, err
     assert out.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["grade", "--bogus"], "swerl grade: No such option: --bogus"),
+        (["grade", "--workers", "abc"], "swerl grade: Invalid value for '--workers': Input should be a valid integer"),
+        (["check-template"], "swerl check-template: Missing argument 'model'."),
+        (["collect", "t.jsonl", "--network", "none"], "swerl collect: Got unexpected extra argument(s) (none)"),
+        (["nosuch"], "swerl: No such command 'nosuch'."),
+    ],
+)
+def test_a_usage_error_click_finds_is_one_line_exit_2(args: list[str], line: str) -> None:
+    """An unknown flag or command, a value of the wrong type, a missing argument: click printed four lines (usage,
+    a hint, a blank line, `Error: ...`); now one, as the commands' own usage errors, through the real entry point."""
+    res = run_swerl(*args)
+    assert (res.returncode, res.stdout) == (2, b"")
+    (got,) = res.stderr.decode().splitlines()
+    assert got.startswith(line), got
+    assert got.endswith("--help)"), got  # where to look: (see swerl grade --help)
+
+
+def test_help_version_and_a_bare_group_keep_their_output_and_codes() -> None:
+    assert run_swerl("--version").stdout.decode().startswith("swerl ")
+    res = run_swerl("grade", "--help")
+    assert (res.returncode, res.stderr) == (0, b"")
+    assert res.stdout.decode().startswith("Usage: swerl grade")
+    res = run_swerl("tasks")  # a group without its command: its help on stderr, exit 2 (click's rule)
+    assert res.returncode == 2
+    assert res.stderr.decode().startswith("Usage: swerl tasks")

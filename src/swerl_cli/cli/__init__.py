@@ -73,10 +73,25 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. A usage error click finds (an unknown flag or command, a value of the wrong
+    type, a missing argument) is one stderr line and exit 2, like the commands' own usage errors; click printed
+    four (usage, a hint, a blank line, the error)."""
     name = sys.argv[1] if len(sys.argv) > 1 else ""
     try:
-        build([name] if name in COMMANDS else None)()
+        code = build([name] if name in COMMANDS else None)(standalone_mode=False, prog_name="swerl")
+        sys.exit(code if isinstance(code, int) else 0)  # Exit(n) raised by a command (the boundary's codes)
+    except typer.TyperException as e:  # typer's own click: its ClickException and UsageError derive from this
+        if type(e).__name__ == "NoArgsIsHelpError":  # a bare group (`swerl`, `swerl tasks`): its help, exit 2
+            e.show()  # type: ignore[attr-defined]
+            sys.exit(e.exit_code)
+        ctx = getattr(e, "ctx", None)  # a usage error knows its command
+        where = ctx.command_path if ctx is not None else "swerl"
+        hint = f" (see {where} --help)" if ctx is not None else ""
+        sys.stderr.write(f"{where}: {e.format_message()}{hint}\n")
+        sys.exit(e.exit_code)
+    except typer.Abort:  # end of input at a prompt
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
     finally:
         # The interpreter's exit collects every imported module's objects (~50 ms with the docker SDK loaded);
         # frozen, they are left to the OS. Nothing here relies on a collection at exit: outputs are closed by
