@@ -102,3 +102,22 @@ def test_wandb_missing_is_one_line_with_the_install_command(tmp_path: Path) -> N
         pytest.skip("wandb is installed here")
     with pytest.raises(ConfigError, match=r"--wandb needs the wandb package: pip install wandb"):
         Trackers(TrackerSpec(tensorboard=str(tmp_path / "tb"), wandb=True))
+
+
+@pytest.mark.parametrize("kind", ["rft", "dapo"])
+@pytest.mark.parametrize("slash", ["/", ""])
+def test_metrics_into_a_directory_is_refused_before_training(tmp_path: Path, kind: str, slash: str) -> None:
+    """`--metrics DIR/` wrote a file named DIR (the slash dropped) and exited 0; an existing DIR failed only once
+    training was done. Now exit 2 before the model is even looked at (`m` is never loaded)."""
+    data = tmp_path / "in.jsonl"
+    data.write_text("")
+    metrics = tmp_path / "m"
+    if not slash:
+        metrics.mkdir()
+    res = run_swerl(kind, str(data), "--model", "m", "--output", str(tmp_path / "ck"), "--metrics", f"{metrics}{slash}")
+    assert (res.returncode, res.stdout) == (2, b"")
+    assert res.stderr.decode().splitlines() == [
+        f"swerl {kind}: --metrics {metrics}{slash}: is a directory; give a file name"
+    ]
+    assert metrics.is_dir() if not slash else not metrics.exists()
+    assert not (tmp_path / "ck").exists()

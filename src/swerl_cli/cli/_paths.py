@@ -87,12 +87,14 @@ def check_training_paths(
     model: str, output: str, metrics: str | None, inputs: list[str] | None, *, overwrite: bool
 ) -> None:
     """rft and dapo, before any work: a local --model is a usable model directory (model_dir.py, collect's rule);
-    --output is absent, empty or a swerl checkpoint (`check_checkpoint_dir`); --metrics is not an input."""
+    --output is absent, empty or a swerl checkpoint (`check_checkpoint_dir`); --metrics names a file (`DIR/` wrote
+    a file DIR, an existing DIR failed after training) and is not an input."""
     from swerl_cli.core.model_dir import check_model_dir
     from swerl_cli.streams.outputs import refuse_own_input
 
     check_checkpoint_dir(output, overwrite=overwrite)
     if metrics:
+        check_output_target("--metrics", metrics)
         refuse_own_input("--metrics", metrics, inputs or [])
     check_model_dir(model)
 
