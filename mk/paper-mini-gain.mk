@@ -41,7 +41,7 @@ PG_DEMO_N ?= 50
 PG_K ?= 4
 PG_BASE_K ?= 2
 PG_G ?= 8
-PG_ITERS ?= 2
+PG_ITERS ?= 3
 # 4 whole groups of 8 per optimizer step
 PG_BATCH ?= 32
 PG_DAPO_LR ?= 5e-5
