@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Iterable
 
@@ -73,7 +74,35 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point. A usage error click finds (an unknown flag or command, a value of the wrong
+    """Console-script entry point (see `_main`). A rank of a multi-process launch (torchrun, deepspeed: WORLD_SIZE > 1)
+    leaves without the interpreter's teardown once its work is done and its outputs flushed: C++ destructors of the
+    communication backend's threads then raced with the exit under load and aborted a rank ("terminate called without
+    an active exception", SIGABRT) after a finished run, which the launcher reports as the run's failure."""
+    try:
+        _main()
+    except SystemExit as e:
+        if int(os.environ.get("WORLD_SIZE") or 1) > 1 and "torch" in sys.modules:
+            _leave(e.code)
+        raise
+
+
+def _leave(code: object) -> None:
+    """atexit handlers, flushed stdio, then _exit: the process's end without static destructors."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    if isinstance(code, str):  # what the interpreter would have printed for sys.exit("...")
+        sys.stderr.write(code + "\n")
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed (>&-) or broken: nothing more can reach it
+            pass
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+def _main() -> None:
+    """The command line. A usage error click finds (an unknown flag or command, a value of the wrong
     type, a missing argument) is one stderr line and exit 2, like the commands' own usage errors; click printed
     four (usage, a hint, a blank line, the error)."""
     name = sys.argv[1] if len(sys.argv) > 1 else ""
