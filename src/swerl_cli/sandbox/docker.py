@@ -16,6 +16,7 @@ from typing import Any
 from swerl_cli.core.errors import SandboxError, first_line
 from swerl_cli.sandbox import lifecycle
 from swerl_cli.sandbox.base import SandboxLimits
+from swerl_cli.sandbox.engine_socket import DEFAULT_SOCKET, refused
 from swerl_cli.sandbox.shell import Shell, ShellSandbox
 from swerl_cli.streams.records import Task
 
@@ -33,7 +34,7 @@ def docker_client(base_url: str | None = None, engine: str = "Docker") -> Any:
         if client is None:
             import docker
 
-            if (down := _refused(base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET)) is not None:
+            if (down := refused(base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET)) is not None:
                 where = f" at {base_url}" if base_url else ""
                 raise SandboxError(f"no {engine} engine reachable{where} ({down}); start one or use --sandbox local")
             try:
@@ -48,26 +49,6 @@ def docker_client(base_url: str | None = None, engine: str = "Docker") -> Any:
                     f"no {engine} engine reachable{where} ({e}); start one or use --sandbox local"
                 ) from None
         return client
-
-
-DEFAULT_SOCKET = "unix:///var/run/docker.sock"
-
-
-def _refused(url: str) -> str | None:
-    """Why nothing listens at a unix socket URL (no such file, connection refused), or None: checked with a socket
-    this function closes, because the SDK's client leaks the socket of a failed first request (a ResourceWarning
-    that surfaces in whatever runs next)."""
-    if not url.startswith("unix://"):
-        return None  # tcp/ssh engines: the SDK's own request says why
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(5)
-        s.connect(url[len("unix://") :])
-    except OSError as e:
-        return f"{url}: {e.strerror or e}"
-    finally:
-        s.close()
-    return None
 
 
 Events = Callable[[Any, str, float, float], Iterable[dict[str, Any]]]
