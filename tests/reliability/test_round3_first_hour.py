@@ -59,6 +59,10 @@ def test_no_option_shows_its_default_twice() -> None:
         own = (option.help or "").count("[default:")  # convert --model-name names two defaults of its own
         if record and own and record[1].count("[default:") > own:
             twice.append(f"{path} {option.opts[0]}: {record[1]}")
+        # `Top-k cut (default -1 = off). [default: -1]`: the same value in words and in the marker
+        shown = f"[default: {option.default}]" if option.show_default is not False else ""
+        if record and shown and shown in record[1] and f"default {option.default}" in (option.help or ""):
+            twice.append(f"{path} {option.opts[0]}: {record[1]}")
     assert twice == []
 
 
