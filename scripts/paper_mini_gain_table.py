@@ -296,20 +296,28 @@ def plot(t: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
-    for name, curve in t["curves"].items():
+    for i, (name, curve) in enumerate(t["curves"].items()):
+        color = f"C{i}"  # one colour per seed in every panel
         rolled = [c for c in curve if c["pool_pass"] is not None]  # the last checkpoint has a probe, no rollouts
         ks = [c["iteration"] for c in rolled]
         axes[0].errorbar(ks, [c["pool_pass"] for c in rolled], yerr=[c["pool_sem"] or 0 for c in rolled], marker="o",
-                         capsize=3, label=f"{name}: pool k")  # fmt: skip
+                         capsize=3, color=color, label=f"{name}: pool k")  # fmt: skip
         axes[0].plot(ks, [c["pool_pass_iter0_same_tasks"] for c in rolled], marker="x", ls=":",
-                     label=f"{name}: same tasks at k = 0")  # fmt: skip
+                     color=color, alpha=0.6, label=f"{name}: same tasks at k = 0")  # fmt: skip
         pk = [c for c in curve if c["probe"]]
         axes[1].plot(
-            [c["iteration"] for c in pk], [c["probe"]["gold_edit_logprob"] for c in pk], marker="o", label=name
+            [c["iteration"] for c in pk],
+            [c["probe"]["gold_edit_logprob"] for c in pk],
+            marker="o",
+            color=color,
+            label=name,
         )
-        axes[2].plot([c["iteration"] for c in pk], [c["probe"].get("frame_drift") for c in pk], marker="o", label=name)
-        axes[3].plot(ks, [c["submit_share"] for c in rolled], marker="o", label=f"{name} submit share")
-        axes[3].plot(ks, [c["submit_precision"] for c in rolled], marker="s", ls="--", label=f"{name} precision")
+        axes[2].plot([c["iteration"] for c in pk], [c["probe"].get("frame_drift") for c in pk], marker="o",
+                     color=color, label=name)  # fmt: skip
+        axes[3].plot(ks, [c["submit_share"] for c in rolled], marker="o", color=color,
+                     label=f"{name} submit share")  # fmt: skip
+        axes[3].plot(ks, [c["submit_precision"] for c in rolled], marker="s", ls="--", color=color,
+                     label=f"{name} precision")  # fmt: skip
     titles = [
         "pool pass rate ± SE",
         "gold edit-turn log p (held out)",
