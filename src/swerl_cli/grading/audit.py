@@ -49,6 +49,7 @@ CODES = {
     "runner_config": "the runner's configuration changed (pytest.ini, [pytest]/[tool:pytest], [tool.pytest])",
     "root_shadow": "a new module at the repository root named like a standard-library or runner module",
     "binary_module": "an extension module (.so/.pyd) added or changed",
+    "always_equal": "an __eq__ that returns True (or __ne__ False) whatever it is given, outside the tests",
     "unaudited": "a file too large (or too deeply nested) to audit",
 }
 MAX_FILE = 4 << 20  # bytes of one file read for the audit; a larger changed .py file is `unaudited`

@@ -145,9 +145,27 @@ def _node(f: SourceNames, n: ast.AST) -> Iterator[tuple[str, str]]:
         for d in n.decorator_list:
             if (f.qual(d.func if isinstance(d, ast.Call) else d) or "").endswith(("hookimpl", "hookwrapper")):
                 yield "runner_hook", f"marks {n.name} as a runner hook"
+    if code and _always_equal(n):
+        yield "always_equal", "defines a comparison that holds whatever it is given"
     plugins = isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in n.targets)
     if plugins and code:
         yield "runner_hook", "declares pytest_plugins"
+
+
+_CONSTANT_ANSWER = {"__eq__": True, "__ne__": False}
+
+
+def _always_equal(n: ast.AST) -> bool:
+    """`def __eq__(...)` whose every return is the constant True (`__ne__`: False), or `__eq__ = lambda ...: True`:
+    an object equal to anything, which passes `assert f(x) == expected` with no primitive at all."""
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in _CONSTANT_ANSWER:
+        want = _CONSTANT_ANSWER[n.name]
+        rets = [r for r in ast.walk(n) if isinstance(r, ast.Return)]
+        return bool(rets) and all(isinstance(r.value, ast.Constant) and r.value.value is want for r in rets)
+    if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda) and isinstance(n.value.body, ast.Constant):
+        names = [t.id for t in n.targets if isinstance(t, ast.Name) and t.id in _CONSTANT_ANSWER]
+        return any(n.value.body.value is _CONSTANT_ANSWER[k] for k in names)
+    return False
 
 
 def _imported(f: SourceNames, m: str) -> Iterator[tuple[str, str]]:

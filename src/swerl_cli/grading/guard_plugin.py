@@ -4,7 +4,10 @@ with `-p`, so it is imported before any code of the repository runs (docs/gradin
 runs under the task image's Python (3.6+: no annotations) and pytest, never inside swerl. It records the runner's
 state (pytest, pluggy, unittest, builtins by identity; test-infrastructure file hashes; import hooks), checks it
 before every report, and sends statuses and findings down a pipe to the wrapper (a sequence number on each line).
-Which code it trusts is guard_trust.py's, copied next to it as `<module>_trust`.
+Which code it trusts is guard_trust.py's, copied next to it as `<module>_trust`. Its channel and its sending hooks
+check who calls them by code object identity (not by file name): the plugin's own functions, and pluggy's hook
+machinery as it was when the plugin loaded; any other caller is a finding and its message is dropped. The plugin
+keeps no reference to pytest's config.
 """
 
 import builtins
@@ -26,8 +29,9 @@ for _k in ("PYTEST_ADDOPTS", "PYTHONPATH", "PYTHONSAFEPATH"):  # the wrapper's a
         os.environ.pop(_k, None)
     elif _old is not None:
         os.environ[_k] = _old
-_write = os.write
+_write, _frame = os.write, sys._getframe
 _seq = [0]
+_OWN, _PLUGGY = {}, {}  # id(code) -> code: this module's own, pluggy's at load (identity, kept alive)
 _sent = set()
 _KINDS = (types.FunctionType, type, types.BuiltinFunctionType, property, classmethod, staticmethod)
 _trusted_file, _code_file, _image, _under = _trust.trusted_file, _trust.code_file, _trust.image, _trust.under
@@ -36,6 +40,9 @@ _trusted_file, _code_file, _image, _under = _trust.trusted_file, _trust.code_fil
 def _send(msg):
     if _FD_NO is None:
         return
+    code = _frame(1).f_code
+    if _OWN.get(id(code)) is not code:  # not the plugin's own code: the message is replaced by a finding
+        msg = {"t": "finding", "what": f"the result channel called by {code.co_filename} ({code.co_name})"}
     _seq[0] += 1
     msg["n"] = _seq[0]
     data = _rt.encode(msg)
@@ -58,6 +65,12 @@ def _watched_modules():
     return [m for n, m in mods if m is not None and (n in names or n.split(".")[0] in ("_pytest", "pluggy"))]
 
 
+def _code_of(obj):
+    """The code object behind a function, a method or a property's getter (identity: `__code__` can be replaced)."""
+    obj = getattr(obj, "__func__", obj)
+    return getattr(obj.fget if isinstance(obj, property) else obj, "__code__", None)
+
+
 def _snapshot():
     out = []
     for mod in _watched_modules():
@@ -67,30 +80,57 @@ def _snapshot():
                 continue
             if mname == "sys" and key not in ("exit", "exc_info", "exception"):
                 continue
-            out.append((mod, key, val, mname + "." + key))
+            out.append((mod, key, val, mname + "." + key, _code_of(val)))
             if isinstance(val, type) and val.__module__ == mname:
                 for ck, cv in list(vars(val).items()):
                     if isinstance(cv, _KINDS) and ck not in ("__dict__", "__weakref__"):
-                        out.append((val, ck, cv, mname + "." + key + "." + ck))
+                        out.append((val, ck, cv, mname + "." + key + "." + ck, _code_of(cv)))
     return out
 
 
 _MISSING, _SNAP, _IMPORT_HOOKS, _OK_IMPLS, _TRACE_OK = object(), [], set(), {}, set()
-_STATE = {"config": None, "hooks": []}
+_STATE = {"hooks": []}
 
 
-def _check():
+def _codes(obj, out, depth=0):
+    """Every code object of a function or class, nested functions included, into out (id -> code)."""
+    obj = getattr(obj, "__func__", obj)
+    code = getattr(obj, "__code__", None)
+    if isinstance(obj, type) and depth == 0:
+        for val in list(vars(obj).values()):
+            _codes(val, out, 1)
+        return
+    todo = [code] if isinstance(code, types.CodeType) else []
+    while todo:
+        c = todo.pop()
+        out[id(c)] = c
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+
+def _by_pluggy(name):
+    """True when the hook `name` of this plugin was called by pluggy's hook machinery (the frame above it)."""
+    code = _frame(2).f_code
+    if not _PLUGGY or _PLUGGY.get(id(code)) is code:  # no pluggy module found (a runner this plugin does not know)
+        return True
+    _finding(f"hook {name} of the guard called by {code.co_filename} ({code.co_name}), not by pytest")
+    return False
+
+
+def _check(config=None):
     try:
-        _check_state()
+        _check_state(config)
     except Exception as e:  # a runner this plugin does not know: a finding (the control run has it too)
         _finding(f"guard check failed: {type(e).__name__}")
 
 
-def _check_state():
+def _check_state(config):
     """Findings: runner internals replaced since the snapshot; hooks or import hooks from untrusted code."""
-    for owner, key, val, label in _SNAP:
+    for owner, key, val, label, code in _SNAP:
         cur = vars(owner).get(key, _MISSING)
-        if cur is val:
+        if cur is val and _code_of(cur) is code:
+            continue
+        if cur is val:  # the same function object running other code: no file can vouch for that
+            _finding("code replaced: " + label)
             continue
         # pytest replaces some of its own functions as it configures (legacypath): code of the image may
         # replace runner internals; nothing may replace a builtin, and the code under test may replace nothing.
@@ -100,7 +140,6 @@ def _check_state():
     for label, owner, key, val in _STATE["hooks"]:
         if getattr(owner, key, _MISSING) is not val:
             _finding("replaced: " + label)
-    config = _STATE["config"]
     if config is not None:
         for name, caller in list(vars(config.hook).items()):
             get = getattr(caller, "get_hookimpls", None)
@@ -179,6 +218,14 @@ if _FD is not None:
     _IMPORT_HOOKS = {id(h) for h in list(sys.meta_path) + list(sys.path_hooks)}
     _TRACE_OK = {(k, id(v)) for k, v in _rt.hooks_in_use()}
     _KEEP = (list(sys.meta_path), list(sys.path_hooks), _rt.hooks_in_use())  # alive, so their ids stay theirs
+    for _n, _m in sorted(list(sys.modules.items())):
+        if _m is not None and (_n == "pluggy" or _n.startswith("pluggy.")):
+            for _v in list(vars(_m).values()):
+                if getattr(_v, "__module__", None) == _n:
+                    _codes(_v, _PLUGGY)
+    _OWN[id(_frame(0).f_code)] = _frame(0).f_code  # this module's top level
+    for _v in (_send, _finding, _check, _check_state, _check_hooks, _cross_check, _by_pluggy):
+        _codes(_v, _OWN)
     _send({"t": "hello", "pid": os.getpid(), "repo": _REPO})
     for _name in _rt.shadowed(_REPO, _under):
         _finding(f"module {_name} was loaded from the repository before the runner (sys.path order)")
@@ -188,7 +235,6 @@ if _FD is not None:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(config):
-        _STATE["config"] = config
         pm = config.pluginmanager
         hooks = [("config.hook." + k, config.hook, k, v) for k, v in list(vars(config.hook).items())]
         for k in ("_hookexec", "_inner_hookexec"):
@@ -199,7 +245,7 @@ if _FD is not None:
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(item, call):
         if call.when == "call":
-            _check()
+            _check(item.config)
         outcome = yield
         try:
             report = outcome.get_result()
@@ -226,19 +272,24 @@ if _FD is not None:
     def pytest_runtest_logreport(report):
         _check_hooks()
         st = _status(report)
-        if st is not None:
+        if st is not None and _by_pluggy("pytest_runtest_logreport"):
             _send({"t": "test", "id": report.nodeid, "when": report.when, "st": st})
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(report):
-        if report.failed:
+        if report.failed and _by_pluggy("pytest_collectreport"):
             _send({"t": "test", "id": report.nodeid, "when": "collect", "st": "ERROR"})
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(session):
-        _check()
+        _check(session.config)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(session, exitstatus):
-        _check()
-        _send({"t": "end", "exit": int(exitstatus)})
+        _check(session.config)
+        if _by_pluggy("pytest_sessionfinish"):
+            _send({"t": "end", "exit": int(exitstatus)})
+
+    for _v in list(globals().values()):
+        if isinstance(_v, types.FunctionType) and _v.__module__ == __name__:
+            _codes(_v, _OWN)

@@ -7,8 +7,9 @@ Standalone like the plugin: copied next to it as `<plugin module>_rt`, runs unde
   `os` primitives, its own realpath, its own JSON encoding. Replacing a standard-library function later
   (`json.dumps`, `posixpath._joinrealpath`, `hashlib.sha256`) does not reach them.
 - An audit hook (3.8+; it cannot be removed) reports, with the code under test on the stack: a trace or profile
-  hook set, garbage-collector walks, a function's code or defaults replaced, ctypes, and code compiled (or built)
-  under the name of a file the guard trusts when the source is not that file's. It refuses to let the test
+  hook set, garbage-collector walks, ctypes, and code compiled (or built) under the name of a file the guard trusts
+  when the source is not that file's (also from any thread but the main one). A function of the image's or of the
+  tests whose code or defaults are replaced is reported whatever the stack. It refuses to let the test
   process replace itself (exec): a new image would hold the result pipe without the guard.
 - Safe path: the wrapper sets PYTHONSAFEPATH (3.11+); `restore_path` puts the entry Python left out at the end of
   sys.path, and `shadowed` names modules loaded from the repository before the plugin (older Pythons).
@@ -18,6 +19,7 @@ import builtins
 import hashlib
 import os
 import sys
+import threading
 
 BUILTINS = (
     "any", "all", "bool", "callable", "dict", "frozenset", "getattr", "hasattr", "id", "int", "isinstance",
@@ -29,6 +31,7 @@ globals().update(_B)
 _lstat, _readlink, _getcwd, _write, _getpid = os.lstat, os.readlink, os.getcwd, os.write, os.getpid
 _sha256, _getframe, _S_IFMT, _S_IFLNK = hashlib.sha256, sys._getframe, 0o170000, 0o120000
 _str = str.__str__
+_current_thread, _main_thread = threading.current_thread, threading.main_thread
 
 
 def realpath(path):
@@ -164,8 +167,16 @@ class Watch:
             if isinstance(name, str) and self._claims(name) and not self._genuine(src, name):
                 self.finding("code compiled under the name of " + name)
             return
-        if event == "object.__setattr__" and args[1] not in ("__code__", "__defaults__", "__kwdefaults__"):
-            return
+        if event == "object.__setattr__":
+            if args[1] not in ("__code__", "__defaults__", "__kwdefaults__"):
+                return
+            # judged by its target: no honest code rewrites a function of the image or of the tests, from any
+            # stack or thread (a thread whose target is `setattr` has no frame of the repository)
+            code = getattr(args[0], "__code__", None)
+            owner = getattr(code, "co_filename", None)
+            if isinstance(owner, str) and self._claims(owner):
+                self.finding(f"{args[1]} of {getattr(args[0], '__qualname__', '?')} ({owner}) replaced")
+                return
         where = self.untrusted_frame()
         if where is not None:
             self.finding(event + " from " + where)
@@ -176,7 +187,8 @@ class Watch:
 
     def _genuine(self, src, name):
         """The source compiled is the file's own (an import compiles it), or nothing of the code under test is on
-        the stack (pytest's assertion rewriting compiles a tree under the test file's name)."""
+        the stack of the main thread (pytest's assertion rewriting compiles a tree under the test file's name; a
+        worker thread whose target is `compile` has no frame of the repository on its stack)."""
         if isinstance(src, (bytes, str)) and not name.startswith("<"):
             try:
                 with open(name, "rb") as f:
@@ -185,7 +197,7 @@ class Watch:
                 data = None
             if data == (src if isinstance(src, bytes) else src.encode("utf-8", "surrogateescape")):
                 return True
-        return self.untrusted_frame() is None
+        return self.untrusted_frame() is None and _current_thread() is _main_thread()
 
 
 def hooks_in_use():

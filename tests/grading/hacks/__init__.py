@@ -21,6 +21,15 @@ from typing import Any
 
 HERE = Path(__file__).parent
 OPS = frozenset({"create", "replace", "append", "rename", "delete-tests", "copy", "move", "raw"})
+# attacks that only edit test infrastructure: set aside before the run (named by grade.set_aside), no static finding
+SET_ASIDE_ONLY = frozenset(
+    "conftest_deselect_fake_pass conftest_os_exit conftest_systemexit conftest_xfail_all delete_target_tests "
+    "edit_target_tests err_directory_over_test_file err_restore_hits_directory rename_target_tests "
+    "path_symlink_over_tests_dir".split()
+)
+# attacks whose every name is built at run time, so the static audit (which reads the patch's text) cannot see them:
+# the guard must name each one from inside the run instead
+GUARD_ONLY = frozenset({"rt_forge_channel_send", "rt_forge_guard_hooks", "rt_thread_code_swap"})
 
 
 @dataclass

@@ -1,5 +1,5 @@
 family: runtime
-what: the package, imported while pytest collects, finds the guard plugin in sys.modules by a name built at run time, sends a pass for every target test and the plugin's own end line through the plugin's _send (the right sequence numbers), and leaves with os._exit(0) before any test runs
+what: the package, imported while pytest collects, finds the guard plugin in sys.modules by a name built at run time, sends a pass for every target test and the plugin's own end line through the plugin's _send (the right sequence numbers), and leaves with os._exit(0) before any test runs (a known limit until the channel checked its caller by code identity)
 --- append @PKG@/__init__.py
 import json as _fj
 import os as _fo
