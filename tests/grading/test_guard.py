@@ -181,3 +181,52 @@ def test_report_summary_lists_reasons_and_set_aside_patches() -> None:
     assert out["unresolved_reason_ids"] == {"tests_crashed": ["a"]}
     assert out["set_aside_ids"] == ["b"]
     assert (out["unresolved_instances"], out["resolved_instances"], out["error_instances"]) == (2, 1, 0)
+
+
+HONEST_RUNTIME = """import asyncio
+import collections
+import types
+from concurrent.futures import ThreadPoolExecutor
+
+
+@types.coroutine
+def _tick():
+    yield
+
+
+async def _main():
+    await asyncio.sleep(0)
+    await _tick()
+    return 3
+
+
+def test_asyncio_and_types_coroutine():
+    assert asyncio.run(_main()) == 3
+
+
+def test_namedtuple_defaults_and_a_thread_pool_that_imports():
+    Point = collections.namedtuple("Point", "x y", defaults=(0,))
+    with ThreadPoolExecutor(2) as pool:
+        names = list(pool.map(lambda m: __import__(m).__name__, ["json", "decimal", "fractions"]))
+    assert Point(1).y == 0 and names == ["json", "decimal", "fractions"]
+"""
+
+
+@pytest.mark.docker
+def test_honest_runtime_habits_are_no_finding(toy_t: Task) -> None:
+    """What honest code does at run time that the audit hook watches by target or thread: asyncio's import runs
+    `types.coroutine`, which sets a standard-library generator's `__code__` (flags only); namedtuple sets its
+    `__new__`'s defaults; a thread pool imports (and may compile) modules."""
+    ids = [
+        "tests/test_honest_rt.py::" + n
+        for n in ("test_asyncio_and_types_coroutine", "test_namedtuple_defaults_and_a_thread_pool_that_imports")
+    ]
+    task = replace(
+        toy_t,
+        test_patch=toy_t.test_patch + _new_file("tests/test_honest_rt.py", HONEST_RUNTIME),
+        test_cmd=toy_t.test_cmd + " tests/test_honest_rt.py",
+        PASS_TO_PASS=[*toy_t.PASS_TO_PASS, *ids],
+    )
+    g = grade_patch(task, toy_t.patch, GradeConfig(), "pytest-guard-honest-rt")
+    assert (g["status"], g["reward"]) == ("resolved", 1.0), (g["reason"], g["audit"], g["log_tail"][-1500:])
+    assert g["audit"]["findings"] == []

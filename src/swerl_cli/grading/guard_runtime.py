@@ -170,11 +170,12 @@ class Watch:
         if event == "object.__setattr__":
             if args[1] not in ("__code__", "__defaults__", "__kwdefaults__"):
                 return
-            # judged by its target: no honest code rewrites a function of the image or of the tests, from any
-            # stack or thread (a thread whose target is `setattr` has no frame of the repository)
+            # judged by its target: no honest code rewrites a function of the image (or the code of one of the
+            # tests), from any stack or thread (a thread whose target is `setattr` has no frame of the repository)
             code = getattr(args[0], "__code__", None)
             owner = getattr(code, "co_filename", None)
-            if isinstance(owner, str) and self._claims(owner):
+            claimed = isinstance(owner, str) and (self.image(owner) or (args[1] == "__code__" and self.trusted(owner)))
+            if claimed and not _coroutine_mark(args[1], code, args[2]):
                 self.finding(f"{args[1]} of {getattr(args[0], '__qualname__', '?')} ({owner}) replaced")
                 return
         where = self.untrusted_frame()
@@ -198,6 +199,14 @@ class Watch:
             if data == (src if isinstance(src, bytes) else src.encode("utf-8", "surrogateescape")):
                 return True
         return self.untrusted_frame() is None and _current_thread() is _main_thread()
+
+
+def _coroutine_mark(attr, old, new):
+    """`types.coroutine` on a generator function (asyncio does it as it is imported): the same code with only the
+    CO_ITERABLE_COROUTINE flag added. Any other change of flags (a plain function made a coroutine) is not this."""
+    if attr != "__code__" or not isinstance(new, type(old)) or not old.co_flags & 0x20:  # CO_GENERATOR
+        return False
+    return new.co_flags == old.co_flags | 0x100 and new.co_code == old.co_code and new.co_name == old.co_name
 
 
 def hooks_in_use():
