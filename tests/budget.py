@@ -27,6 +27,9 @@ SLOW: dict[str, str] = {
     "tests/grading/test_hacks.py": "the tampering corpus: about 180 gradings in one `swerl grade` call (every attack "
     "on an example task, on it as `python3 -m pytest`, on a mined task and on a synthesized task) plus the mined and "
     "synthesized tasks' image builds",
+    "tests/reliability/test_fault_injection.py::test_collect_and_grade_200_records_under_faults": "200 records "
+    "collected and graded in real containers under SIGKILL + --resume restarts and docker kills (a container per "
+    "record, 4 workers on 2 cores): 105-125 s on a quiet clean clone, near the limit either way",
 }
 
 
