@@ -35,6 +35,7 @@ _OWN, _PLUGGY = {}, {}  # id(code) -> code: this module's own, pluggy's at load 
 _sent = set()
 _KINDS = (types.FunctionType, type, types.BuiltinFunctionType, property, classmethod, staticmethod)
 _trusted_file, _code_file, _image, _under = _trust.trusted_file, _trust.code_file, _trust.image, _trust.under
+_code_of = _trust.code_of
 
 
 def _send(msg):
@@ -65,12 +66,6 @@ def _watched_modules():
     return [m for n, m in mods if m is not None and (n in names or n.split(".")[0] in ("_pytest", "pluggy"))]
 
 
-def _code_of(obj):
-    """The code object behind a function, a method or a property's getter (identity: `__code__` can be replaced)."""
-    obj = getattr(obj, "__func__", obj)
-    return getattr(obj.fget if isinstance(obj, property) else obj, "__code__", None)
-
-
 def _snapshot():
     out = []
     for mod in _watched_modules():
@@ -92,15 +87,10 @@ _MISSING, _SNAP, _IMPORT_HOOKS, _OK_IMPLS, _TRACE_OK = object(), [], set(), {}, 
 _STATE = {"hooks": []}
 
 
-def _codes(obj, out, depth=0):
-    """Every code object of a function or class, nested functions included, into out (id -> code)."""
-    obj = getattr(obj, "__func__", obj)
-    code = getattr(obj, "__code__", None)
-    if isinstance(obj, type) and depth == 0:
-        for val in list(vars(obj).values()):
-            _codes(val, out, 1)
-        return
-    todo = [code] if isinstance(code, types.CodeType) else []
+def _codes(obj, out):
+    """Every code object of a function or of a class's functions, nested ones included, into out (id -> code)."""
+    objs = list(vars(obj).values()) if isinstance(obj, type) else [obj]
+    todo = [c for c in map(_code_of, objs) if isinstance(c, types.CodeType)]
     while todo:
         c = todo.pop()
         out[id(c)] = c

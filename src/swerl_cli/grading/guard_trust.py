@@ -92,12 +92,15 @@ def _infra_files(repo):
     return out
 
 
+def code_of(obj):
+    """The code object behind a function, a method or a property's getter (by identity: `__code__` can be replaced)."""
+    obj = getattr(obj, "__func__", obj)
+    return getattr(obj.fget if isinstance(obj, property) else obj, "__code__", None)
+
+
 def code_file(obj):
     """The file an object's code comes from (a function's, a method's, a property's getter's, a class's module)."""
-    obj = getattr(obj, "__func__", obj)
-    if isinstance(obj, property):
-        obj = obj.fget
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     if code is not None:
         return code.co_filename
     if isinstance(obj, type):
