@@ -43,9 +43,12 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 def pytest_configure(config: pytest.Config) -> None:
     from tests.budget import Budget
+    from tests.signal_state import SignalState
 
     if not config.pluginmanager.has_plugin("swerl-budget"):
         config.pluginmanager.register(Budget(), "swerl-budget")
+    if not config.pluginmanager.has_plugin("swerl-signal-state"):
+        config.pluginmanager.register(SignalState(), "swerl-signal-state")
 
 
 # `make test` runs the suite on two pytest-xdist workers with `--dist loadscope` (docs/testing.md), whose scopes are

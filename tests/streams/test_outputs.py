@@ -21,6 +21,7 @@ import pytest
 from swerl_cli.core.errors import OutputError, UsageError
 from swerl_cli.streams.outputs import open_output
 from tests.conftest import EXAMPLES, run_swerl
+from tests.procs import child_env, finish, reap
 from tests.records import graded, jsonl
 
 TASK = orjson.loads((EXAMPLES / "toy-tasks.jsonl").read_bytes().splitlines()[0])
@@ -174,8 +175,8 @@ def test_sigterm_leaves_no_temp_file_and_exits_143(tmp_path: Path, command: str)
     os.mkfifo(fifo)
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "swerl_cli", *command.split(), str(fifo), "-o", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    with open(fifo, "wb") as feed:  # the command reads the first rows, then waits for more
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+    with reap(proc), open(fifo, "wb") as feed:  # the command reads the first rows, then waits for more
         feed.write(jsonl([graded("a", 0, True)] if command == "filter" else [TASK]))
         feed.flush()
         deadline = time.monotonic() + 30
@@ -183,7 +184,7 @@ def test_sigterm_leaves_no_temp_file_and_exits_143(tmp_path: Path, command: str)
             time.sleep(0.05)
         assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")], "the run never opened its temp file"
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        _, err = finish(proc, 30)
     assert proc.returncode == 143, err.decode()
     assert "terminated by SIGTERM" in err.decode()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
@@ -234,3 +235,26 @@ def test_output_usage_errors() -> None:
         pass
     with pytest.raises(OutputError, match="is a directory"), open_output("/tmp", "replace"):
         pass
+
+
+def test_sigterm_blocked_by_the_launcher_still_stops_the_run_cleanly(tmp_path: Path) -> None:
+    """A child inherits its parent's blocked signal mask: a launcher that blocked SIGTERM around its fork must not
+    leave `swerl filter` deaf to it (the run would wait on its input forever, the temp file left behind)."""
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    cmd = [sys.executable, "-m", "swerl_cli", "filter", str(fifo), "-o", str(tmp_path / "out.jsonl")]
+
+    def block() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(), preexec_fn=block)
+    with reap(proc), open(fifo, "wb") as feed:
+        feed.write(jsonl([graded("a", 0, True)]))
+        feed.flush()
+        deadline = time.monotonic() + 30
+        while not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = finish(proc, 30)
+    assert proc.returncode == 143, err.decode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]

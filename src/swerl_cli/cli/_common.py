@@ -216,7 +216,10 @@ def _on_terminate(signum: int, frame: Any) -> None:
 
 
 def install_signal_handlers() -> None:
-    """Route SIGTERM and SIGHUP through `_on_terminate` (main thread only; a handler someone else set is kept)."""
+    """Route SIGTERM and SIGHUP through `_on_terminate` (main thread only; a handler someone else set is kept, and
+    so is a signal the caller ignores, as `nohup` does). A blocked mask inherited from the parent (a launcher that
+    blocked them around its fork) is lifted for SIGINT, SIGTERM and SIGHUP: else the signal waits unseen and the
+    run cannot be stopped cleanly."""
     global _terminated_by
     _terminated_by = None
     if threading.current_thread() is not threading.main_thread():
@@ -224,6 +227,7 @@ def install_signal_handlers() -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None, _on_terminate):
             signal.signal(sig, _on_terminate)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))  # handlers first
 
 
 def _silence_stdout() -> None:
