@@ -18,6 +18,7 @@ import pytest
 from swerl_cli.streams.records import Located, Task
 from tests.conftest import EXAMPLES, run_swerl
 from tests.faults import FaultyServer
+from tests.procs import child_env, finish
 from tests.records import jsonl
 from tests.sandbox.engines import DOCKER
 
@@ -43,10 +44,9 @@ def _terminate_when_running(
     """Start `cmd`, send `sig` once its `n` sandboxes are up; its exit code and stderr. `to_a_worker_thread`: the
     signal goes to one of its threads other than the main one (`kill` of that thread's id: the kernel delivers a
     process signal to the thread named when it can take it), as the kernel may choose on its own under load."""
-    # PYTHONFAULTHANDLER: a command still running `limit` s after the signal is sent SIGABRT, which makes it print
-    # every thread's stack, and the failure shows where it hung.
-    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # A command still running `limit` s after the signal fails the test with its kernel state and the stacks it
+    # prints on SIGABRT (tests/procs.py), and is killed.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
     deadline = time.monotonic() + 120
     while len(_containers(run)) < n and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -60,12 +60,10 @@ def _terminate_when_running(
     else:
         proc.send_signal(sig)
     try:
-        _, err = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGABRT)
-        _, err = proc.communicate(timeout=30)
+        _, err = finish(proc, limit)
+    except AssertionError:
         subprocess.run(["docker", "rm", "-f", *_containers(run)], capture_output=True)
-        pytest.fail(f"still running {limit} s after signal {sig}; its threads at SIGABRT:\n{err.decode()[-6000:]}")
+        raise
     return proc.returncode, err.decode()
 
 
@@ -153,14 +151,14 @@ def test_sigterm_during_a_podman_validate_prunes_podmans_sandboxes_and_leaves_do
     cmd = [sys.executable, "-m", "swerl_cli", "tasks", "validate", str(tmp_path / "tasks.jsonl"), "-r", "1"]
     cmd += ["--workers", "2", "--sandbox", "podman", "--run-id", run, "-o", str(tmp_path / "v.jsonl")]
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
         deadline = time.monotonic() + 120
         while len(containers(f"swerl.run={run}", "podman")) < 2 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
             time.sleep(0.2)
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
+        _, err = finish(proc, 120)
         assert proc.returncode == 143, err.decode()[-2000:]
         assert containers(f"swerl.run={run}", "podman") == []  # its own sandboxes: gone
         assert containers(f"swerl.run={run}", "docker") == [decoy.stdout.strip()[:12]]  # Docker's: untouched
