@@ -12,7 +12,8 @@ measures the kinds DAPO trains on. `--demo-extra` adds demonstration tasks from 
 (e.g. the located family of every bug kind), minus those of a held-out or pool function, after the family's own (the
 RFT data need not be the pool's kinds; only the held-out split and the pool must share them). Written:
 RUN_DIR/heldout.jsonl, RUN_DIR/pool.jsonl, RUN_DIR/demo-tasks.jsonl and RUN_DIR/split.json (each part's path,
-sha256, task count and count per bug kind `synth.mutator`, the seed, the source's sha256). An existing split.json is
+sha256 and its instance ids' sha256 (`ids_sha256`, the same from any checkout), task count and count per bug kind
+`synth.mutator`, the seed, the source's sha256). An existing split.json is
 never rewritten (exit 1): a pre-registered split does not change under a run. A bad record is one stderr line naming
 file and line (exit 3).
 """
@@ -46,6 +47,13 @@ def kind_of(row: dict) -> str:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def ids_sha256(path: Path) -> str:
+    """The sha256 of a task file's instance ids, one per line in file order: the same for the same split from any
+    checkout (the file's own sha256 also covers `repo_source`, an absolute path to the checkout's bundle)."""
+    ids = [json.loads(line).get("instance_id", "") for line in path.read_text().splitlines() if line.strip()]
+    return hashlib.sha256("".join(f"{i}\n" for i in ids).encode()).hexdigest()
 
 
 def read_rows(path: str) -> list[tuple[bytes, dict]]:
@@ -121,6 +129,7 @@ def main(argv: list[str]) -> int:
         meta[part] = {
             "path": str(run / name),
             "sha256": sha256(run / name),
+            "ids_sha256": ids_sha256(run / name),
             "tasks": len(parts[part]),
             "functions": len({function_of(r) for _, r in parts[part]}),
             "by_kind": dict(sorted(Counter(kind_of(r) for _, r in parts[part]).items())),

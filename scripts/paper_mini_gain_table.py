@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paper_mini_gain_split import ids_sha256
 from paper_mini_table import _by_mutator, _count, _f, _load, _records, _row, _z, write_table
 
 
@@ -84,7 +85,9 @@ def _split(run: Path) -> dict:
     held = meta.get("heldout") or {}
     path = Path(held.get("path", run / "heldout.jsonl"))
     now = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-    return {**meta, "heldout_sha256_now": now, "heldout_unchanged": now is not None and now == held.get("sha256")}
+    ids_now = ids_sha256(path) if path.is_file() else None
+    return {**meta, "heldout_sha256_now": now, "heldout_unchanged": now is not None and now == held.get("sha256"),
+            "heldout_ids_sha256": ids_now}  # fmt: skip
 
 
 def _iters(d: Path) -> list[int]:
@@ -207,6 +210,7 @@ def markdown(t: dict) -> str:
         "",
         f"Pre-registered held-out split: {held.get('path')} ({held.get('tasks')} tasks, {held.get('functions')} "
         f"functions), sha256 {held.get('sha256')} ({'unchanged' if sp.get('heldout_unchanged') else 'CHANGED'}), "
+        f"instance ids' sha256 {sp.get('heldout_ids_sha256')} (the same from any checkout), "
         f"seed {sp.get('seed')}, by kind {held.get('by_kind')}; written {sp.get('written_at')}, before any training. "
         f"Pool {(sp.get('pool') or {}).get('by_kind')}, demonstrations {(sp.get('demos') or {}).get('by_kind')}: no "
         "function in two parts.",

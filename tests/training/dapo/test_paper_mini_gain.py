@@ -82,6 +82,8 @@ def test_split_deals_whole_functions_and_is_pre_registered(tmp_path: Path):
     meta = json.loads((run / "split.json").read_text())
     assert meta["seed"] == 7
     assert meta["heldout"]["sha256"] == hashlib.sha256((run / "heldout.jsonl").read_bytes()).hexdigest()
+    ids = "".join(f"{json.loads(x)['instance_id']}\n" for x in (run / "heldout.jsonl").read_text().splitlines())
+    assert meta["heldout"]["ids_sha256"] == hashlib.sha256(ids.encode()).hexdigest()
     assert sum(meta["heldout"]["by_kind"].values()) == 32
     assert meta["source"]["sha256"] == hashlib.sha256(tasks.read_bytes()).hexdigest()
     before = (run / "heldout.jsonl").read_bytes()
@@ -92,6 +94,13 @@ def test_split_deals_whole_functions_and_is_pre_registered(tmp_path: Path):
     other = _split(tasks, tmp_path / "run2", "--heldout", "32", "--pool", "12", "--demos", "20")
     assert other.returncode == 0
     assert (tmp_path / "run2" / "heldout.jsonl").read_bytes() == before
+    # Another checkout: the same tasks with their bundle elsewhere. The file's sha256 moves, the ids' does not.
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text("".join(json.dumps({**r, "repo_source": "/elsewhere/x.bundle"}) + "\n" for r in _rows(30, 3)))
+    assert _split(moved, tmp_path / "run3", "--heldout", "32", "--pool", "12", "--demos", "20").returncode == 0
+    meta3 = json.loads((tmp_path / "run3" / "split.json").read_text())
+    assert meta3["heldout"]["sha256"] != meta["heldout"]["sha256"]
+    assert meta3["heldout"]["ids_sha256"] == meta["heldout"]["ids_sha256"]
 
 
 def test_demo_extra_tops_up_the_demonstrations_with_other_functions_only(tmp_path: Path):
@@ -225,6 +234,7 @@ def test_table_pairs_every_checkpoint_with_rft_and_draws_the_curve(tmp_path: Pat
     assert curve[1]["pool_pass_iter0_same_tasks"] == 0.25  # the rise is measured on the same tasks
     assert t["target"]["pool_rising"] == {"dapo-s0": True}
     assert t["split"]["heldout_unchanged"] is True
+    assert t["split"]["heldout_ids_sha256"] == json.loads((run / "split.json").read_text())["heldout"]["ids_sha256"]
     assert (run / "curve.png").stat().st_size > 1000
     md = (run / "table.md").read_text()
     assert "(unchanged)" in md
