@@ -3,8 +3,9 @@
 A child inherits its parent's ignored signals and its blocked signal mask through fork and exec. A test that leaves
 SIGTERM ignored or blocked in a pytest worker (an in-process library that installs its own handling and never puts
 it back) makes a later test's `swerl` child deaf to the SIGTERM that test sends: the later test hangs and fails,
-far from the cause. So each test's state is compared before and after, put back when it changed, and the test that
-changed it is listed in the terminal summary (the list travels from the workers in `user_properties`).
+far from the cause. So each test's state is compared before and after and put back when it changed; a test that
+changed what a child inherits (an ignored signal, the blocked mask; a Python handler is reset at exec) is listed in
+the terminal summary (the list travels from the workers in `user_properties`).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ def _state() -> tuple[dict[int, object], frozenset[int]]:
 def _describe(before: tuple[dict[int, object], frozenset[int]], after: tuple[dict[int, object], frozenset[int]]) -> str:
     parts = [
         f"{signal.Signals(sig).name} {before[0][sig]!r} -> {after[0][sig]!r}"
-        for sig in WATCHED
-        if after[0][sig] is not before[0][sig]
+        for sig in WATCHED  # only what a child inherits through exec: SIG_IGN (a Python handler becomes SIG_DFL)
+        if after[0][sig] is not before[0][sig] and signal.SIG_IGN in (before[0][sig], after[0][sig])
     ]
     if after[1] != before[1]:
         names = sorted(signal.Signals(s).name for s in after[1] ^ before[1])
@@ -52,11 +53,12 @@ class SignalState:
         before = item.stash.get(_BEFORE, None)
         if call.when == "teardown" and before is not None:  # teardown done, its report not built yet
             after = _state()
-            what = _describe(before, after)
-            if what:
+            if after != before:  # any change is put back; only an inheritable one is named
                 for sig, handler in before[0].items():
                     signal.signal(sig, handler)  # type: ignore[arg-type]
                 signal.pthread_sigmask(signal.SIG_SETMASK, before[1])
+            what = _describe(before, after)
+            if what:
                 item.user_properties.append((_KEY, what))
         yield
 
